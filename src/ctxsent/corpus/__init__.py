@@ -1,0 +1,1 @@
+"""Raw text -> documents -> paragraphs -> sentences, stored as Arrow datasets."""

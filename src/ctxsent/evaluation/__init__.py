@@ -1,0 +1,1 @@
+"""Metrics and evaluators: AS2 ranking metrics, SentEval-style probes, STS."""

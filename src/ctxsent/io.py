@@ -1,0 +1,88 @@
+"""File helpers shared by all stages: atomic writes and strict text reading."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from ctxsent.errors import InputError
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; rename it onto ``target`` on success.
+
+    On any exception the temporary file or folder is removed, so a crash never
+    leaves a half-written output that looks complete.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    staged = tmp / target.name
+    try:
+        yield staged
+        if target.is_dir() and staged.is_dir():
+            backup = target.with_name(f".{target.name}.old")
+            os.replace(target, backup)
+            os.replace(staged, target)
+            _remove(backup)
+        else:
+            os.replace(staged, target)
+    finally:
+        _remove(tmp)
+
+
+@contextlib.contextmanager
+def atomic_write(target: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Open a temporary file for writing and rename it onto ``target`` when closed cleanly."""
+    with atomic_path(target) as staged:
+        kwargs = {} if "b" in mode else {"encoding": encoding}
+        with open(staged, mode, **kwargs) as handle:
+            yield handle
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        for child in path.iterdir():
+            _remove(child)
+        path.rmdir()
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def open_text(path: str | Path, encoding: str = "utf-8") -> IO[str]:
+    """Open a text file (``.gz`` transparently) after checking that it exists.
+
+    Decoding errors surface later as :class:`UnicodeDecodeError`; use
+    :func:`read_lines` to get them reported with the file and line number.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding=encoding, newline="")
+    return open(path, encoding=encoding, newline="")
+
+
+def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, line)`` with line endings (LF or CRLF) removed.
+
+    A byte sequence that is not valid ``encoding`` raises :class:`InputError`
+    naming the file and the line.
+    """
+    line_no = 0
+    with open_text(path, encoding) as handle:
+        try:
+            for line_no, line in enumerate(handle, start=1):  # noqa: B007
+                yield line_no, line.rstrip("\r\n")
+        except UnicodeDecodeError as err:
+            raise InputError(
+                f"not valid {encoding} text ({err.reason} at byte {err.start})",
+                path=path,
+                line=line_no + 1,
+            ) from None

@@ -1,0 +1,1 @@
+"""Encoders, decoders and rankers."""

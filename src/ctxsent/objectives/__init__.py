@@ -1,0 +1,1 @@
+"""objectives stage of ctxsent."""

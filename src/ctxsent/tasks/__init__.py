@@ -1,0 +1,1 @@
+"""Labelled data: AS2 records and their readers, SentEval-style tasks."""

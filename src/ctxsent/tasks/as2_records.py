@@ -1,0 +1,70 @@
+"""The one record schema for answer sentence selection (AS2).
+
+A record is one (question, candidate) pair with the candidate's local context:
+the sentence before and after it in its document (SSP paper, section 3,
+"Contextual AS2"). Pairwise models ignore ``previous``/``next``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class As2Record:
+    question_id: str
+    question: str
+    candidate: str
+    label: int
+    previous: str = ""
+    next: str = ""
+    document_id: str = ""
+    document_title: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def group_by_question(records: Iterable[As2Record]) -> dict[str, list[As2Record]]:
+    """Group records by ``question_id``, keeping first-seen order of questions and candidates."""
+    groups: dict[str, list[As2Record]] = {}
+    for record in records:
+        groups.setdefault(record.question_id, []).append(record)
+    return groups
+
+
+def clean(records: Iterable[As2Record]) -> list[As2Record]:
+    """The standard "clean" AS2 setting: drop questions with no positive or only positives.
+
+    WikiQA test becomes 237 questions / 2,341 pairs, dev 122 / 1,126.
+    """
+    kept: list[As2Record] = []
+    for group in group_by_question(records).values():
+        positives = sum(r.label for r in group)
+        if 0 < positives < len(group):
+            kept.extend(group)
+    return kept
+
+
+def with_context(records: list[As2Record]) -> Iterator[As2Record]:
+    """Yield records whose ``previous``/``next`` are rebuilt from list order within each document.
+
+    Used by readers whose files list a document's sentences in order (WikiQA, SelQA).
+    """
+    for i, record in enumerate(records):
+        same_doc = lambda j: 0 <= j < len(records) and (  # noqa: E731
+            records[j].question_id == record.question_id
+        )
+        previous = records[i - 1].candidate if same_doc(i - 1) else ""
+        nxt = records[i + 1].candidate if same_doc(i + 1) else ""
+        yield As2Record(
+            record.question_id,
+            record.question,
+            record.candidate,
+            record.label,
+            previous,
+            nxt,
+            record.document_id,
+            record.document_title,
+        )
