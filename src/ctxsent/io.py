@@ -72,17 +72,21 @@ def open_text(path: str | Path, encoding: str = "utf-8") -> IO[str]:
 def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line)`` with line endings (LF or CRLF) removed.
 
-    A byte sequence that is not valid ``encoding`` raises :class:`InputError`
-    naming the file and the line.
+    Lines are decoded one at a time, so a byte sequence that is not valid
+    ``encoding`` raises :class:`InputError` naming the file and the exact line.
     """
-    line_no = 0
-    with open_text(path, encoding) as handle:
-        try:
-            for line_no, line in enumerate(handle, start=1):  # noqa: B007
-                yield line_no, line.rstrip("\r\n")
-        except UnicodeDecodeError as err:
-            raise InputError(
-                f"not valid {encoding} text ({err.reason} at byte {err.start})",
-                path=path,
-                line=line_no + 1,
-            ) from None
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode(encoding)
+            except UnicodeDecodeError as err:
+                raise InputError(
+                    f"not valid {encoding} text ({err.reason} at byte {err.start} of the line)",
+                    path=path,
+                    line=line_no,
+                ) from None
+            yield line_no, line.rstrip("\r\n")

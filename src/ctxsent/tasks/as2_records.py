@@ -48,16 +48,16 @@ def clean(records: Iterable[As2Record]) -> list[As2Record]:
 
 
 def with_context(records: list[As2Record]) -> Iterator[As2Record]:
-    """Yield records whose ``previous``/``next`` are rebuilt from list order within each document.
+    """Yield records whose ``previous``/``next`` are rebuilt from list order within each question.
 
-    Used by readers whose files list a document's sentences in order (WikiQA, SelQA).
+    Used by readers whose files list a question's candidates in document order (WikiQA,
+    SelQA, ASNQ); the first and last candidate of a question get an empty neighbour.
     """
+    last = len(records) - 1
     for i, record in enumerate(records):
-        same_doc = lambda j: 0 <= j < len(records) and (  # noqa: E731
-            records[j].question_id == record.question_id
-        )
-        previous = records[i - 1].candidate if same_doc(i - 1) else ""
-        nxt = records[i + 1].candidate if same_doc(i + 1) else ""
+        qid = record.question_id
+        previous = records[i - 1].candidate if i > 0 and records[i - 1].question_id == qid else ""
+        nxt = records[i + 1].candidate if i < last and records[i + 1].question_id == qid else ""
         yield As2Record(
             record.question_id,
             record.question,

@@ -1,0 +1,214 @@
+"""The ``ctxsent`` command line: one typer app for every stage.
+
+Heavy libraries (torch, transformers, datasets) are imported inside the
+commands so that ``ctxsent --help`` stays instant. Any :class:`CtxsentError`
+is printed as one line on stderr with exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ctxsent.corpus.cli import app as corpus_app
+from ctxsent.errors import CtxsentError, InputError
+from ctxsent.evaluation.senteval_cli import senteval
+from ctxsent.tasks.cli import app as data_app
+
+app = typer.Typer(no_args_is_help=True, help=__doc__.split("\n")[0], pretty_exceptions_enable=False)
+finetune_app = typer.Typer(no_args_is_help=True, help="Fine-tune rankers on labelled data.")
+eval_app = typer.Typer(no_args_is_help=True, help="Evaluate rankers and sentence encoders.")
+app.add_typer(corpus_app, name="corpus")
+app.add_typer(data_app, name="data", help="Build derived datasets (e.g. SQuAD -> AS2).")
+app.add_typer(finetune_app, name="finetune")
+app.add_typer(eval_app, name="eval")
+eval_app.command("senteval")(senteval)
+
+EXAMPLES = Path(__file__).parent / "examples"
+ModelOption = Annotated[
+    str,
+    typer.Option(help="bm25 | bi-encoder[:BACKBONE] | a saved ctxsent ranker folder"),
+]
+
+
+@app.command()
+def rank(
+    question: Annotated[list[str], typer.Option(help="a question (repeat for several)")],
+    document: Annotated[Path, typer.Option(help="text file whose sentences are the candidates")],
+    model: ModelOption = "bi-encoder",
+    top_k: Annotated[int, typer.Option(help="answers to show per question")] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of text")] = False,
+) -> None:
+    """Answer questions over a document: split it into sentences, score each, show the best."""
+    from ctxsent.io import open_text
+    from ctxsent.models.baseline_rankers import load_ranker
+
+    try:
+        with open_text(document) as handle:
+            text = handle.read()
+    except UnicodeDecodeError as err:
+        raise InputError(f"not valid UTF-8 text ({err.reason})", path=document) from None
+    ranker = load_ranker(model)
+    results = {q: ranker.rank_document(q, text, top_k=top_k) for q in question}
+    if as_json:
+        payload = [
+            {"question": q, "answers": [vars(answer) for answer in answers]}
+            for q, answers in results.items()
+        ]
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    for q, answers in results.items():
+        typer.secho(f"\nQ: {q}", bold=True)
+        for place, answer in enumerate(answers, start=1):
+            typer.echo(f"  {place}. [{answer.score:+.3f}] {answer.candidate}")
+            if ranker.contextual and (answer.previous or answer.next):
+                typer.secho(f"       context: {answer.previous} | {answer.next}", dim=True)
+
+
+@app.command()
+def demo(
+    model: ModelOption = "",
+) -> None:
+    """Rank the sentences of a sample document for a few questions, on built-in defaults.
+
+    Uses the given ranker, else ``runs/demo/model`` if you trained one (README), else
+    the zero-shot MiniLM bi-encoder, which needs no training.
+    """
+    trained = Path("runs/demo/model")
+    chosen = model or (str(trained) if (trained / "ctxsent.json").is_file() else "bi-encoder")
+    questions = [
+        line for line in (EXAMPLES / "questions.txt").read_text().splitlines() if line.strip()
+    ]
+    typer.secho(f"model: {chosen}   document: {EXAMPLES / 'lighthouse.txt'}", dim=True)
+    rank(questions, EXAMPLES / "lighthouse.txt", model=chosen, top_k=2, as_json=False)
+
+
+@finetune_app.command("as2")
+def finetune_as2_command(
+    data: Annotated[str, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, squad-as2:DIR")],
+    out: Annotated[Path, typer.Option(help="run folder; the best model goes to OUT/model")],
+    init: Annotated[
+        str, typer.Option(help="backbone (HF folder/id) or a ctxsent ranker to continue (TANDA)")
+    ] = "all-MiniLM-L6-v2",
+    contextual: Annotated[
+        bool, typer.Option("--contextual/--pairwise", help="add previous+next as a 3rd segment")
+    ] = False,
+    train_split: str = "train",
+    dev_split: str = "dev",
+    dev_clean: Annotated[bool, typer.Option(help="select on the clean dev set")] = True,
+    epochs: int = 2,
+    max_steps: Annotated[int | None, typer.Option(help="stop after this many steps")] = None,
+    batch_size: int = 32,
+    lr: float = 2e-5,
+    warmup_ratio: float = 0.1,
+    eval_every: Annotated[int, typer.Option(help="steps between dev evaluations")] = 200,
+    patience: Annotated[int, typer.Option(help="evaluations without dev-MAP gain")] = 5,
+    max_negatives: Annotated[
+        int | None, typer.Option(help="negatives kept per question (subsample large sets)")
+    ] = None,
+    max_length: int = 256,
+    precision: Annotated[str, typer.Option(help="auto | fp32 | bf16 | fp16")] = "auto",
+    accelerator: str = "auto",
+    devices: str = "auto",
+    seed: int = 42,
+) -> None:
+    """Fine-tune a cross-encoder AS2 ranker; early stopping on dev MAP; resumable."""
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+    from ctxsent.saving import MANIFEST, load
+    from ctxsent.tasks.as2_load import load_as2
+    from ctxsent.tasks.as2_records import clean
+    from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2
+
+    train = load_as2(data, train_split)
+    dev = load_as2(data, dev_split)
+    dev = clean(dev) if dev_clean else dev
+    if (Path(init) / MANIFEST).is_file():
+        ranker = load(init).with_context(contextual)
+        ranker.config.max_length = max_length
+    else:
+        ranker = CrossEncoderRanker.from_backbone(init, contextual, max_length)
+    config = As2TrainConfig(
+        learning_rate=lr,
+        batch_size=batch_size,
+        epochs=epochs,
+        max_steps=max_steps,
+        warmup_ratio=warmup_ratio,
+        eval_every=eval_every,
+        patience=patience,
+        max_negatives_per_question=max_negatives,
+        precision=precision,
+        accelerator=accelerator,
+        devices=int(devices) if devices.isdigit() else devices,
+        seed=seed,
+    )
+    best = finetune_as2(ranker, train, dev, out, config)
+    typer.echo(json.dumps({"model": str(out / "model"), **best}, indent=2))
+
+
+@eval_app.command("as2")
+def eval_as2(
+    model: ModelOption,
+    data: Annotated[str, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, selqa:DIR")],
+    split: str = "test",
+    clean_questions: Annotated[
+        bool, typer.Option("--clean/--all", help="drop questions without both labels")
+    ] = True,
+    batch_size: int = 64,
+) -> None:
+    """Score an AS2 split and print MAP, MRR, P@1, nDCG@10, Hits@k as one JSON object."""
+    from ctxsent.evaluation.as2_metrics import as2_metrics
+    from ctxsent.models.baseline_rankers import load_ranker
+    from ctxsent.tasks.as2_load import load_as2
+    from ctxsent.tasks.as2_records import clean
+
+    records = load_as2(data, split)
+    records = clean(records) if clean_questions else records
+    if not records:
+        raise InputError(f"split {split!r} of {data} has no questions to evaluate", field="split")
+    ranker = load_ranker(model)
+    start = time.perf_counter()
+    scores = ranker.predict(records, batch_size=batch_size, show_progress=sys.stderr.isatty())
+    seconds = time.perf_counter() - start
+    metrics = as2_metrics(
+        [r.question_id for r in records], [r.label for r in records], scores
+    )
+    report = {
+        "model": model,
+        "data": data,
+        "split": split,
+        "clean": clean_questions,
+        "ties": "pessimistic",
+        **metrics,
+        "seconds": round(seconds, 2),
+        "pairs_per_second": round(len(records) / seconds, 1),
+    }
+    typer.echo(json.dumps(report, indent=2))
+
+
+def main() -> None:
+    """Entry point: run the app, printing toolkit errors as one line."""
+    try:
+        app(standalone_mode=False)
+    except CtxsentError as err:
+        typer.secho(f"error: {err}", err=True, fg="red")
+        raise SystemExit(2) from None
+    except typer.Exit as done:
+        raise SystemExit(done.exit_code) from None
+    except (typer.Abort, KeyboardInterrupt):
+        raise SystemExit(130) from None
+    except Exception as err:  # click usage errors arrive here with standalone_mode=False
+        import click
+
+        if isinstance(err, click.ClickException):
+            err.show()
+            raise SystemExit(err.exit_code) from None
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""``ctxsent corpus``: build sentence corpora from raw text files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ctxsent.corpus.readers import CorpusFormat
+
+app = typer.Typer(
+    help="Build corpora: documents → paragraphs → sentences, stored as Arrow datasets.",
+    no_args_is_help=True,
+)
+
+
+@app.command()
+def build(
+    inputs: Annotated[
+        list[Path],
+        typer.Argument(help="Corpus files; .gz is read transparently.", show_default=False),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the corpus to.")],
+    fmt: Annotated[
+        CorpusFormat, typer.Option("--format", help="Input format; auto detects it per file.")
+    ] = CorpusFormat.AUTO,
+    min_sentence_chars: Annotated[int, typer.Option(help="Drop shorter sentences.")] = 20,
+    min_paragraph_chars: Annotated[
+        int, typer.Option(help="Drop paragraphs whose kept sentences are shorter in total.")
+    ] = 60,
+    min_document_chars: Annotated[
+        int, typer.Option(help="Drop documents whose kept paragraphs are shorter in total.")
+    ] = 200,
+    exclude_titles: Annotated[
+        list[Path] | None,
+        typer.Option("--exclude-titles", help="File of titles to drop, one per line (repeatable)."),
+    ] = None,
+    exclude_from: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude-from",
+            help="Drop the titles of an evaluation set: wikiqa:DIR, squad:FILE or wikitext:FILE "
+            "(repeatable).",
+        ),
+    ] = None,
+    exclude_evaluation_overlaps: Annotated[
+        bool,
+        typer.Option(
+            "--exclude-evaluation-overlaps",
+            help="Drop the built-in Wikipedia articles that overlap WikiText-2 and SQuAD dev.",
+        ),
+    ] = False,
+    num_proc: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    encoding: Annotated[
+        str, typer.Option(help="Text encoding of the inputs, e.g. latin-1.")
+    ] = "utf-8",
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing corpus folder.")
+    ] = False,
+) -> None:
+    """Split documents into paragraphs and sentences, filter them, and save an Arrow corpus."""
+    from ctxsent.corpus.build import build_corpus
+    from ctxsent.corpus.filters import CorpusFilter
+    from ctxsent.corpus.titles import (
+        EVALUATION_OVERLAP_TITLES,
+        titles_from_file,
+        titles_from_source,
+    )
+
+    titles = list(EVALUATION_OVERLAP_TITLES) if exclude_evaluation_overlaps else []
+    for path in exclude_titles or []:
+        titles += titles_from_file(path)
+    for spec in exclude_from or []:
+        titles += titles_from_source(spec)
+    corpus_filter = CorpusFilter(
+        min_sentence_chars=min_sentence_chars,
+        min_paragraph_chars=min_paragraph_chars,
+        min_document_chars=min_document_chars,
+        exclude_titles=frozenset(titles),
+    )
+    summary = build_corpus(
+        inputs,
+        out,
+        fmt=fmt,
+        corpus_filter=corpus_filter,
+        encoding=encoding,
+        num_proc=num_proc,
+        overwrite=overwrite,
+    )
+    _print_table(summary, out)
+    typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+
+
+def _print_table(summary: dict, out: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Corpus {out}")
+    for column in ("", "kept", "read", "dropped"):
+        table.add_column(column, justify="right")
+    dropped = summary["dropped"]
+    table.add_row(
+        "documents",
+        f"{summary['documents']:,}",
+        f"{summary['read']['documents']:,}",
+        f"{dropped['documents_too_short']:,} short + {dropped['documents_excluded_by_title']:,} "
+        "excluded",
+    )
+    for level in ("paragraphs", "sentences"):
+        table.add_row(
+            level,
+            f"{summary[level]:,}",
+            f"{summary['read'][level]:,}",
+            f"{dropped[f'{level}_too_short']:,} short",
+        )
+    table.add_row("tokens", f"{summary['tokens']:,}", f"{summary['read']['tokens']:,}", "")
+    table.caption = f"tokens: {summary['token_counter']}"
+    Console(stderr=True).print(table)

@@ -1,0 +1,95 @@
+"""The corpus filters: title exclusion, then the SSP paper's length filters.
+
+Defaults follow the context-aware AS2 pre-training paper (section 5): drop
+sentences shorter than 20 characters, paragraphs shorter than 60 and documents
+shorter than 200. Order, applied after sentence splitting:
+
+1. a document whose title is excluded is dropped before it is split;
+2. sentences shorter than ``min_sentence_chars`` are removed;
+3. paragraphs whose *remaining* sentences total fewer than
+   ``min_paragraph_chars`` characters are removed (an empty one always is);
+4. documents whose remaining paragraphs total fewer than
+   ``min_document_chars`` characters are removed.
+
+Lengths are Python string lengths (code points) of the sentences, without the
+spaces between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ctxsent.corpus.document import Document, RawDocument
+from ctxsent.corpus.stats import CorpusStats
+from ctxsent.corpus.titles import normalize_title, normalize_titles
+from ctxsent.text import split_sentences
+
+
+@dataclass(frozen=True)
+class CorpusFilter:
+    """Which documents, paragraphs and sentences make it into the corpus.
+
+    ``exclude_titles`` may be given in any spelling; it is stored normalised
+    (see :func:`~ctxsent.corpus.titles.normalize_title`).
+    """
+
+    min_sentence_chars: int = 20
+    min_paragraph_chars: int = 60
+    min_document_chars: int = 200
+    exclude_titles: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "exclude_titles", normalize_titles(self.exclude_titles))
+
+    def excludes(self, title: str) -> bool:
+        return bool(self.exclude_titles) and normalize_title(title) in self.exclude_titles
+
+    def to_dict(self) -> dict:
+        return {
+            "min_sentence_chars": self.min_sentence_chars,
+            "min_paragraph_chars": self.min_paragraph_chars,
+            "min_document_chars": self.min_document_chars,
+            "excluded_title_count": len(self.exclude_titles),
+        }
+
+
+def process_document(
+    raw: RawDocument, corpus_filter: CorpusFilter, stats: CorpusStats
+) -> Document | None:
+    """Exclude, split into sentences and filter one document, counting into ``stats``."""
+    stats.documents_read += 1
+    if corpus_filter.excludes(raw.title):
+        stats.documents_excluded += 1
+        stats.excluded_titles.append(raw.title)
+        return None
+    paragraphs = [
+        _filter_paragraph(split_sentences(text), corpus_filter, stats) for text in raw.paragraphs
+    ]
+    kept = [sentences for sentences in paragraphs if sentences]
+    if _chars(kept) < corpus_filter.min_document_chars:
+        stats.documents_dropped += 1
+        return None
+    stats.documents += 1
+    stats.paragraphs += len(kept)
+    stats.sentences += sum(len(sentences) for sentences in kept)
+    stats.tokens += sum(len(sentence.split()) for sentences in kept for sentence in sentences)
+    return Document(id=raw.id, title=raw.title, paragraphs=kept)
+
+
+def _filter_paragraph(
+    sentences: list[str], corpus_filter: CorpusFilter, stats: CorpusStats
+) -> list[str]:
+    stats.paragraphs_read += 1
+    stats.sentences_read += len(sentences)
+    stats.tokens_read += sum(len(sentence.split()) for sentence in sentences)
+    kept = [s for s in sentences if len(s) >= corpus_filter.min_sentence_chars]
+    stats.sentences_dropped += len(sentences) - len(kept)
+    if not kept or sum(map(len, kept)) < corpus_filter.min_paragraph_chars:
+        stats.paragraphs_dropped += 1
+        return []
+    return kept
+
+
+def _chars(paragraphs: Iterable[list[str]]) -> int:
+    return sum(len(sentence) for sentences in paragraphs for sentence in sentences)

@@ -1,0 +1,427 @@
+"""SentEval-style evaluation of frozen sentence embeddings with simple classifiers.
+
+The protocol of SentEval (Conneau & Kiela, 2018) as applied in RNN-CNN section 4 and
+Mean-Max AAE section 4.1: the encoder is frozen, every sentence is embedded once, and
+a logistic regression (scikit-learn, L2) is trained on the embeddings:
+
+* MR, CR, SUBJ, MPQA: 10-fold cross-validation; C chosen by an inner k-fold on each
+  training fold (SentEval ``InnerKFoldClassifier``);
+* SST-2, SICK-E: C chosen on dev, accuracy on test (``SplitClassifier``);
+* TREC, MRPC: C chosen by k-fold on train, accuracy (and F1 for MRPC) on test
+  (``KFoldClassifier``);
+* SICK-R: the distribution regression of :func:`ctxsent.evaluation.sts.fit_relatedness`;
+* STS: cosine similarity, no training (:mod:`ctxsent.evaluation.sts`).
+
+Pair tasks use the features ``[u, v, |u - v|, u * v]`` (InferSent's pair encoding).
+SentEval's own MRPC and SICK code uses only ``[|u - v|, u * v]``; adding ``u`` and
+``v`` can only help a linear probe, which matters little for the comparisons here.
+
+Accuracies are percentages, correlations are in [-1, 1], as in the papers' tables.
+Macro and micro averages follow Mean-Max AAE Table 2: the micro average weights each
+task by its number of test items (the whole data set for cross-validated tasks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import f1_score
+from sklearn.model_selection import StratifiedKFold
+from tqdm.auto import tqdm
+
+from ctxsent.evaluation.sts import correlation, evaluate_sts, fit_relatedness
+from ctxsent.io import atomic_path
+from ctxsent.tasks.senteval import Pairs, TaskData
+
+
+class Encoder(Protocol):
+    """Anything that embeds sentences: ctxsent encoders, sentence-transformers models, baselines."""
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClassifierSetting:
+    """How the probes are trained; ``c_grid`` values are scikit-learn's inverse L2 strength."""
+
+    name: str
+    c_grid: tuple[float, ...]
+    """Candidate C for cross-validated (inner k-fold) and dev-selected tasks."""
+    c_grid_train_test: tuple[float, ...]
+    """Candidate C for TREC and MRPC (k-fold on train); SentEval uses a wider grid there."""
+    kfold: int
+    """Outer folds of the cross-validated tasks, and folds of every k-fold selection."""
+    relatedness_epochs_per_round: int
+    relatedness_patience: int
+    seed: int = 1111
+    max_iter: int = 1000
+
+    def __post_init__(self) -> None:
+        for grid in (self.c_grid, self.c_grid_train_test):
+            if not grid or list(grid) != sorted(grid):
+                raise ValueError("C grids must be non-empty and ascending (warm starts)")
+
+
+LITERATURE = ClassifierSetting(
+    "literature",
+    c_grid=tuple(2.0**t for t in range(-2, 4)),
+    c_grid_train_test=tuple(2.0**t for t in range(-1, 6)),
+    kfold=10,
+    relatedness_epochs_per_round=50,
+    relatedness_patience=4,
+)
+"""SentEval's scikit-learn setting with ``kfold=10``, for reported numbers."""
+
+QUICK = ClassifierSetting(
+    "quick",
+    c_grid=(1.0,),
+    c_grid_train_test=(1.0,),
+    kfold=10,
+    relatedness_epochs_per_round=10,
+    relatedness_patience=2,
+)
+"""One C (no model selection) and a shorter SICK-R schedule, for development."""
+
+SETTINGS = {setting.name: setting for setting in (QUICK, LITERATURE)}
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResult:
+    task: str
+    scores: dict[str, float]
+    """``acc``/``dev_acc`` (+ ``f1``) in percent, or ``pearson``/``spearman`` (+ ``mse``)."""
+    n_test: int
+    seconds: float
+    details: dict = field(default_factory=dict)
+    """STS: the per-subset correlations and the three aggregations."""
+
+    def to_dict(self) -> dict:
+        return {
+            "task": self.task,
+            **self.scores,
+            "n_test": self.n_test,
+            "seconds": round(self.seconds, 2),
+            **self.details,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SentEvalReport:
+    model: str
+    setting: str
+    results: list[TaskResult]
+
+    @property
+    def by_task(self) -> dict[str, TaskResult]:
+        return {result.task: result for result in self.results}
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model,
+            "setting": self.setting,
+            "tasks": {r.task: r.to_dict() for r in self.results},
+            "averages": accuracy_averages(self.results),
+        }
+
+
+# Task sets of Mean-Max AAE Table 2 (the tasks that the compared papers all report).
+AVERAGE_SETS = {
+    "8 tasks": ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC", "SICK-E"),
+    "7 tasks": ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "SICK-E"),
+    "6 tasks": ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC"),
+}
+
+
+def accuracy_averages(results: Sequence[TaskResult]) -> dict[str, dict[str, float]]:
+    """Macro (plain mean) and micro (weighted by test items) accuracy over each task set of
+    Mean-Max AAE Table 2 whose tasks were all run, and over every accuracy task run."""
+    accuracy = {r.task: r for r in results if "acc" in r.scores}
+    sets = {name: tasks for name, tasks in AVERAGE_SETS.items() if set(tasks) <= set(accuracy)}
+    if accuracy:
+        sets["all accuracy tasks"] = tuple(accuracy)
+    averages = {}
+    for name, tasks in sets.items():
+        scores = np.array([accuracy[t].scores["acc"] for t in tasks])
+        weights = np.array([accuracy[t].n_test for t in tasks], dtype=np.float64)
+        averages[name] = {
+            "macro": float(scores.mean()),
+            "micro": float(np.average(scores, weights=weights)),
+            "tasks": list(tasks),
+        }
+    return averages
+
+
+class Embedder:
+    """Embeds a task's unique sentences once: sorted by length, in chunks (with a progress
+    bar), through an on-disk cache keyed by (model fingerprint, task files, text hash)."""
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        fingerprint: str,
+        cache_dir: str | Path | None = None,
+        *,
+        show_progress: bool = False,
+        chunk_size: int = 1024,
+    ) -> None:
+        self.encoder = encoder
+        self.cache_dir = None
+        if cache_dir is not None:
+            model_key = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
+            self.cache_dir = Path(cache_dir) / model_key
+        self.show_progress = show_progress
+        self.chunk_size = chunk_size
+
+    def cache_path(self, key: str, texts: list[str]) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        digest = hashlib.sha256()
+        for text in texts:
+            digest.update(text.encode("utf-8") + b"\0")
+        return self.cache_dir / f"{key.replace('/', '_')}-{digest.hexdigest()[:20]}.npy"
+
+    def __call__(self, key: str, texts: list[str]) -> np.ndarray:
+        path = self.cache_path(key, texts)
+        if path is not None and path.is_file():
+            cached = np.load(path)
+            if cached.shape[0] == len(texts):
+                return cached
+        embeddings = self._encode(key, texts)
+        if path is not None:
+            with atomic_path(path) as staged, open(staged, "wb") as handle:
+                np.save(handle, embeddings)
+        return embeddings
+
+    def _encode(self, key: str, texts: list[str]) -> np.ndarray:
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        chunks = []
+        with tqdm(total=len(texts), desc=key, unit="sent", disable=not self.show_progress) as bar:
+            for start in range(0, len(order), self.chunk_size):
+                rows = order[start : start + self.chunk_size]
+                chunk = np.asarray(self.encoder.encode([texts[i] for i in rows]), dtype=np.float32)
+                if chunk.ndim != 2 or chunk.shape[0] != len(rows):
+                    raise ValueError(
+                        f"encode() returned shape {chunk.shape} for {len(rows)} texts; "
+                        "expected (n_texts, dim)"
+                    )
+                chunks.append(chunk)
+                bar.update(len(rows))
+        encoded = np.concatenate(chunks)
+        embeddings = np.empty_like(encoded)
+        embeddings[order] = encoded
+        return embeddings
+
+
+def pair_features(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``[u, v, |u - v|, u * v]``, the usual features of a sentence pair."""
+    return np.hstack([u, v, np.abs(u - v), u * v])
+
+
+def evaluate_task(data: TaskData, embed: Embedder, setting: ClassifierSetting) -> TaskResult:
+    """Embed ``data``'s sentences with ``embed`` and score them by the task's protocol."""
+    start = time.perf_counter()
+    vectors = _embed_splits(data, embed)
+    task, details = data.task, {}
+    match task.kind:
+        case "sts":
+            subsets = {name: (*vectors[name], split.labels) for name, split in data.splits.items()}
+            sts = evaluate_sts(subsets)
+            scores = {"pearson": sts.wmean.pearson, "spearman": sts.wmean.spearman}
+            details = {
+                "aggregation": "wmean",
+                **{agg: getattr(sts, agg).to_dict() for agg in ("all", "mean", "wmean")},
+                "subsets": {name: c.to_dict() for name, c in sts.subsets.items()},
+            }
+        case "relatedness":
+            scores = _relatedness(data, vectors, setting)
+        case "cv":
+            scores = _cross_validated(vectors["all"], data.splits["all"].labels, setting)
+        case "split":
+            scores = _dev_selected(data, vectors, setting)
+        case "train-test":
+            scores = _train_test(data, vectors, setting)
+    return TaskResult(task.name, scores, data.n_test, time.perf_counter() - start, details)
+
+
+def run_senteval(
+    encoder: Encoder,
+    tasks: Sequence[TaskData],
+    *,
+    model: str,
+    fingerprint: str,
+    setting: ClassifierSetting = QUICK,
+    cache_dir: str | Path | None = None,
+    show_progress: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> SentEvalReport:
+    """Evaluate ``encoder`` on loaded ``tasks`` (load all first, so bad data fails fast)."""
+    embed = Embedder(encoder, fingerprint, cache_dir, show_progress=show_progress)
+    results = []
+    for data in tasks:
+        result = evaluate_task(data, embed, setting)
+        if log is not None:
+            main = result.scores["acc" if "acc" in result.scores else "pearson"]
+            log(f"{result.task}: {main:.4g} ({result.seconds:.1f} s)")
+        results.append(result)
+    return SentEvalReport(model, setting.name, results)
+
+
+def markdown_table(reports: Sequence[SentEvalReport]) -> str:
+    """One row per report, tasks as columns, then the macro/micro averages (as Mean-Max AAE
+    Tables 1-2): accuracy %, MRPC acc/F1, SICK-R Pearson r, STS Pearson/Spearman (wmean)."""
+    tasks = list(dict.fromkeys(r.task for report in reports for r in report.results))
+    averages = [report.to_dict()["averages"] for report in reports]
+    sets = list(dict.fromkeys(name for avg in averages for name in avg))
+    header = ["Model", *tasks, *(f"{name} macro/micro" for name in sets)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for report, avg in zip(reports, averages, strict=True):
+        by_task = report.by_task
+        cells = [report.model]
+        cells += [_cell(by_task[t].scores) if t in by_task else "-" for t in tasks]
+        cells += [
+            f"{avg[name]['macro']:.1f}/{avg[name]['micro']:.1f}" if name in avg else "-"
+            for name in sets
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _cell(scores: dict[str, float]) -> str:
+    if "f1" in scores:
+        return f"{scores['acc']:.1f}/{scores['f1']:.1f}"
+    if "acc" in scores:
+        return f"{scores['acc']:.1f}"
+    if "mse" in scores:
+        return f"{scores['pearson']:.3f}"
+    return f"{scores['pearson']:.3f}/{scores['spearman']:.3f}"
+
+
+# --- embedding lookup --------------------------------------------------------------------
+
+
+def _embed_splits(data: TaskData, embed: Embedder) -> dict[str, np.ndarray | tuple]:
+    """Per split: an embedding matrix, or ``(first, second)`` matrices for pairs."""
+    texts: dict[str, None] = {}
+    for split in data.splits.values():
+        parts = (split.first, split.second) if isinstance(split, Pairs) else (split.texts,)
+        for part in parts:
+            texts.update(dict.fromkeys(part))
+    unique = list(texts)
+    matrix = embed(data.task.path, unique)
+    row = {text: i for i, text in enumerate(unique)}
+
+    def rows(part: list[str]) -> np.ndarray:
+        return matrix[[row[text] for text in part]]
+
+    return {
+        name: (rows(split.first), rows(split.second))
+        if isinstance(split, Pairs)
+        else rows(split.texts)
+        for name, split in data.splits.items()
+    }
+
+
+def _features(vectors: np.ndarray | tuple) -> np.ndarray:
+    return pair_features(*vectors) if isinstance(vectors, tuple) else vectors
+
+
+# --- probes --------------------------------------------------------------------------------
+
+
+def _logreg(
+    c: float, setting: ClassifierSetting, *, warm_start: bool = False
+) -> LogisticRegression:
+    return LogisticRegression(
+        C=c, max_iter=setting.max_iter, random_state=setting.seed, warm_start=warm_start
+    )
+
+
+def _select_c_by_kfold(
+    x: np.ndarray, y: np.ndarray, grid: tuple[float, ...], setting: ClassifierSetting
+) -> tuple[float, float | None]:
+    """The C of ``grid`` with the best mean k-fold accuracy, and that accuracy (%).
+
+    Each fold walks the grid in ascending order with warm starts (same optimum, less time).
+    """
+    if len(grid) == 1:
+        return grid[0], None
+    folds = StratifiedKFold(setting.kfold, shuffle=True, random_state=setting.seed)
+    accuracy = np.zeros(len(grid))
+    for train, held_out in folds.split(x, y):
+        model = _logreg(grid[0], setting, warm_start=True)
+        for i, c in enumerate(grid):
+            model.set_params(C=c).fit(x[train], y[train])
+            accuracy[i] += model.score(x[held_out], y[held_out])
+    best = int(np.argmax(accuracy))
+    return grid[best], 100 * accuracy[best] / setting.kfold
+
+
+def _cross_validated(x: np.ndarray, y: np.ndarray, setting: ClassifierSetting) -> dict[str, float]:
+    """Outer k-fold test accuracy (mean over folds), C chosen by inner k-fold on each fold."""
+    folds = StratifiedKFold(setting.kfold, shuffle=True, random_state=setting.seed)
+    test, dev = [], []
+    for train, held_out in folds.split(x, y):
+        c, dev_accuracy = _select_c_by_kfold(x[train], y[train], setting.c_grid, setting)
+        model = _logreg(c, setting).fit(x[train], y[train])
+        test.append(100 * model.score(x[held_out], y[held_out]))
+        dev.append(dev_accuracy)
+    scores = {"acc": float(np.mean(test))}
+    if dev[0] is not None:
+        scores["dev_acc"] = float(np.mean(dev))
+    return scores
+
+
+def _dev_selected(data: TaskData, vectors: dict, setting: ClassifierSetting) -> dict[str, float]:
+    """Fit on train for each C, keep the best on dev, report test accuracy."""
+    x = {split: _features(v) for split, v in vectors.items()}
+    y = {split: data.splits[split].labels for split in vectors}
+    best, best_dev = None, -1.0
+    for c in setting.c_grid:
+        model = _logreg(c, setting).fit(x["train"], y["train"])
+        dev_accuracy = 100 * model.score(x["dev"], y["dev"])
+        if dev_accuracy > best_dev:
+            best, best_dev = model, dev_accuracy
+    return {"acc": 100 * best.score(x["test"], y["test"]), "dev_acc": best_dev}
+
+
+def _train_test(data: TaskData, vectors: dict, setting: ClassifierSetting) -> dict[str, float]:
+    """C by k-fold on train, refit on all of train, test accuracy (+ F1 for binary tasks)."""
+    x_train, x_test = _features(vectors["train"]), _features(vectors["test"])
+    y_train, y_test = data.splits["train"].labels, data.splits["test"].labels
+    c, dev_accuracy = _select_c_by_kfold(x_train, y_train, setting.c_grid_train_test, setting)
+    model = _logreg(c, setting).fit(x_train, y_train)
+    predicted = model.predict(x_test)
+    scores = {"acc": 100 * float(np.mean(predicted == y_test))}
+    if dev_accuracy is not None:
+        scores["dev_acc"] = dev_accuracy
+    if len(data.task.classes) == 2:
+        scores["f1"] = 100 * float(f1_score(y_test, predicted))
+    return scores
+
+
+def _relatedness(data: TaskData, vectors: dict, setting: ClassifierSetting) -> dict[str, float]:
+    x = {split: _features(v) for split, v in vectors.items()}
+    y = {split: data.splits[split].labels for split in vectors}
+    dev_pearson, predicted = fit_relatedness(
+        (x["train"], y["train"]),
+        (x["dev"], y["dev"]),
+        x["test"],
+        epochs_per_round=setting.relatedness_epochs_per_round,
+        patience=setting.relatedness_patience,
+        seed=setting.seed,
+    )
+    test = correlation(predicted, y["test"])
+    mse = float(np.mean((predicted - y["test"]) ** 2))
+    return {
+        "pearson": test.pearson,
+        "spearman": test.spearman,
+        "mse": mse,
+        "dev_pearson": dev_pearson,
+    }

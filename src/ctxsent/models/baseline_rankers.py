@@ -1,0 +1,82 @@
+"""Built-in AS2 baselines that need no training: BM25 and a zero-shot bi-encoder.
+
+* ``bm25``: Okapi BM25 (bm25s, k1=1.5, b=0.75, English stop words). The index
+  holds every distinct candidate of the scored records, so IDF comes from the
+  whole evaluation set rather than from one question's ~10 candidates.
+* ``bi-encoder``: cosine similarity of all-MiniLM-L6-v2 mean-pooled embeddings
+  of the question and the candidate (the context is not used).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ctxsent.models.backbones import DEFAULT_BACKBONE
+from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.tasks.as2_records import As2Record
+
+
+class BM25Ranker(As2Ranker):
+    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+
+    def predict(
+        self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
+    ) -> np.ndarray:
+        import bm25s
+
+        texts = list(dict.fromkeys(r.candidate for r in records))
+        position = {text: i for i, text in enumerate(texts)}
+        retriever = bm25s.BM25(k1=self.k1, b=self.b)
+        retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+        scores = np.empty(len(records), dtype=np.float32)
+        rows_by_question: dict[str, list[int]] = {}
+        for row, record in enumerate(records):
+            rows_by_question.setdefault(record.question, []).append(row)
+        questions = list(rows_by_question)
+        tokenized = bm25s.tokenize(questions, stopwords="en", show_progress=False, return_ids=False)
+        for question, tokens in zip(questions, tokenized, strict=True):
+            all_scores = retriever.get_scores(tokens)
+            for row in rows_by_question[question]:
+                scores[row] = all_scores[position[records[row].candidate]]
+        return scores
+
+
+class BiEncoderRanker(As2Ranker):
+    def __init__(self, backbone: str = DEFAULT_BACKBONE) -> None:
+        from ctxsent.models.bi_encoder import BiEncoder
+
+        self.encoder = BiEncoder.from_pretrained(backbone)
+
+    def predict(
+        self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
+    ) -> np.ndarray:
+        questions = list(dict.fromkeys(r.question for r in records))
+        candidates = list(dict.fromkeys(r.candidate for r in records))
+        q_vectors = self.encoder.encode(questions, batch_size, show_progress=show_progress)
+        c_vectors = self.encoder.encode(candidates, batch_size, show_progress=show_progress)
+        q_row = {text: i for i, text in enumerate(questions)}
+        c_row = {text: i for i, text in enumerate(candidates)}
+        q = q_vectors[[q_row[r.question] for r in records]]
+        c = c_vectors[[c_row[r.candidate] for r in records]]
+        return np.einsum("ij,ij->i", q, c).astype(np.float32)
+
+
+BUILT_IN_RANKERS = ("bm25", "bi-encoder")
+
+
+def load_ranker(spec: str) -> As2Ranker:
+    """``bm25``, ``bi-encoder[:BACKBONE]``, or a saved ctxsent ranker folder."""
+    from ctxsent.errors import ModelFolderError
+    from ctxsent.saving import load
+
+    if spec == "bm25":
+        return BM25Ranker()
+    if spec == "bi-encoder" or spec.startswith("bi-encoder:"):
+        return BiEncoderRanker(spec.partition(":")[2] or DEFAULT_BACKBONE)
+    model = load(spec)
+    if not isinstance(model, As2Ranker):
+        raise ModelFolderError(f"holds a {model.kind!r}, which cannot rank answers", path=spec)
+    return model

@@ -1,0 +1,86 @@
+"""What every AS2 ranker offers: ``predict`` scores records, ``rank`` orders candidates.
+
+Subclasses implement :meth:`As2Ranker.predict`; ranking a candidate list or a
+whole document is shared here. Scores, never labels, produce rankings.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ctxsent.errors import InputError
+from ctxsent.tasks.as2_records import As2Record
+from ctxsent.text import split_sentences
+
+
+@dataclass(frozen=True)
+class RankedCandidate:
+    """One candidate in a ranking: its position in the input, text, score and context."""
+
+    index: int
+    candidate: str
+    score: float
+    previous: str = ""
+    next: str = ""
+
+
+class As2Ranker(ABC):
+    """Scores (question, candidate[, context]) records; higher scores rank first."""
+
+    #: Whether the model reads the previous/next sentences of a candidate.
+    contextual: bool = False
+
+    @abstractmethod
+    def predict(
+        self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
+    ) -> np.ndarray:
+        """One score per record, in input order."""
+
+    def rank(
+        self,
+        question: str,
+        candidates: Sequence[str],
+        context: Sequence[tuple[str, str]] | None = None,
+        top_k: int | None = None,
+    ) -> list[RankedCandidate]:
+        """Rank ``candidates`` for ``question``.
+
+        ``context`` gives (previous, next) sentences per candidate; without it a
+        contextual model sees empty context. Ties keep input order.
+        """
+        if not question.strip():
+            raise InputError("the question is empty", field="question")
+        if context is not None and len(context) != len(candidates):
+            raise InputError(
+                f"{len(context)} contexts for {len(candidates)} candidates", field="context"
+            )
+        context = context or [("", "")] * len(candidates)
+        records = [
+            As2Record("q", question, text, 0, previous, nxt)
+            for text, (previous, nxt) in zip(candidates, context, strict=True)
+        ]
+        if not records:
+            return []
+        scores = self.predict(records)
+        order = np.argsort(-scores, kind="stable")[: top_k or len(records)]
+        return [
+            RankedCandidate(int(i), records[i].candidate, float(scores[i]), *context[i])
+            for i in order
+        ]
+
+    def rank_document(
+        self, question: str, document: str, top_k: int | None = 5
+    ) -> list[RankedCandidate]:
+        """Split ``document`` into sentences and rank them, each with its neighbours as context."""
+        sentences = split_sentences(document)
+        if not sentences:
+            raise InputError("the document contains no sentences", field="document")
+        context = [
+            (sentences[i - 1] if i > 0 else "", sentences[i + 1] if i + 1 < len(sentences) else "")
+            for i in range(len(sentences))
+        ]
+        return self.rank(question, sentences, context, top_k)

@@ -1,0 +1,87 @@
+"""Saved-model folders and the one loader, :func:`load`.
+
+A ctxsent model folder holds ``ctxsent.json`` (``{"kind": ..., "format": 1,
+"config": {...}}``), weights in safetensors and the tokenizer. :func:`load`
+reads the kind and hands the folder to the registered class. Pickled weights
+(``*.bin``, ``*.pt``) are never loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ctxsent.errors import ModelFolderError
+
+MANIFEST = "ctxsent.json"
+FORMAT_VERSION = 1
+
+_REGISTRY: dict[str, Callable[[Path], Any]] = {}
+
+
+def register_model(kind: str):
+    """Class decorator: ``load()`` builds folders of ``kind`` with ``cls.from_pretrained``."""
+
+    def decorate(cls):
+        _REGISTRY[kind] = cls.from_pretrained
+        cls.kind = kind
+        return cls
+
+    return decorate
+
+
+def write_manifest(folder: Path, kind: str, config: dict) -> None:
+    (folder / MANIFEST).write_text(
+        json.dumps({"kind": kind, "format": FORMAT_VERSION, "config": config}, indent=2) + "\n"
+    )
+
+
+def read_manifest(folder: str | Path) -> dict:
+    """Read and check ``ctxsent.json``; raise :class:`ModelFolderError` naming what is wrong."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ModelFolderError("not a folder", path=folder)
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        raise ModelFolderError(
+            f"not a ctxsent model folder (no {MANIFEST}); train one with "
+            "'ctxsent finetune' or pass a built-in model name",
+            path=folder,
+        )
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ModelFolderError(f"corrupt manifest ({err})", path=manifest_path) from None
+    if not isinstance(manifest, dict) or "kind" not in manifest:
+        raise ModelFolderError("manifest has no model kind", path=manifest_path, field="kind")
+    if manifest.get("format") != FORMAT_VERSION:
+        raise ModelFolderError(
+            f"unsupported format {manifest.get('format')!r} (expected {FORMAT_VERSION})",
+            path=manifest_path,
+            field="format",
+        )
+    weights = list(folder.glob("*.safetensors"))
+    if not weights:
+        raise ModelFolderError("no safetensors weights in the folder", path=folder)
+    return manifest
+
+
+def load(path: str | Path):
+    """Load any saved ctxsent model; the manifest's ``kind`` picks the class."""
+    manifest = read_manifest(path)
+    _import_model_modules()
+    kind = manifest["kind"]
+    if kind not in _REGISTRY:
+        raise ModelFolderError(
+            f"unknown model kind {kind!r} (known: {', '.join(sorted(_REGISTRY))})",
+            path=Path(path) / MANIFEST,
+            field="kind",
+        )
+    return _REGISTRY[kind](Path(path))
+
+
+def _import_model_modules() -> None:
+    """Import the modules whose classes register themselves."""
+    import ctxsent.models.cross_encoder  # noqa: F401

@@ -1,0 +1,100 @@
+"""One entry point for every AS2 data set: ``load_as2("wikiqa:../shared/data/wikiqa", "test")``.
+
+A spec is ``NAME:PATH``. PATH is a data set folder, in which ``split`` picks the file, or
+a file, in which case ``split`` must be left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxsent.errors import InputError
+from ctxsent.tasks.as2_jsonl import read_as2_jsonl
+from ctxsent.tasks.as2_readers import (
+    read_as2_tsv,
+    read_asnq,
+    read_selqa,
+    read_trecqa,
+    read_wikiqa,
+)
+from ctxsent.tasks.as2_records import As2Record
+
+
+@dataclass(frozen=True)
+class As2Format:
+    read: Callable[[str | Path], list[As2Record]]
+    split_files: tuple[str, ...]
+    """File names tried, in order, inside a folder; ``{split}`` is replaced by the split."""
+
+
+FORMATS: dict[str, As2Format] = {
+    "wikiqa": As2Format(read_wikiqa, ("WikiQA-{split}.tsv",)),
+    "selqa": As2Format(
+        read_selqa,
+        (
+            "ass/selqa-ass-{split}.json.gz",
+            "ass/selqa-ass-{split}.json",
+            "selqa-ass-{split}.json.gz",
+            "selqa-ass-{split}.json",
+        ),
+    ),
+    "trecqa": As2Format(
+        read_trecqa, ("{split}-less-than-40.manual-edit.xml", "{split}.xml", "{split}.tsv")
+    ),
+    "asnq": As2Format(read_asnq, ("{split}.tsv",)),
+    "squad-as2": As2Format(read_as2_jsonl, ("{split}.jsonl",)),
+    "tsv": As2Format(read_as2_tsv, ()),
+    "jsonl": As2Format(read_as2_jsonl, ()),
+}
+
+
+def load_as2(spec: str, split: str | None = None) -> list[As2Record]:
+    """Load AS2 records from ``NAME:PATH``; NAME is one of :data:`FORMATS`.
+
+    ``wikiqa:DIR`` (``WikiQA-{split}.tsv``), ``selqa:DIR`` (``ass/selqa-ass-{split}.json.gz``),
+    ``trecqa:DIR``, ``asnq:DIR`` (``{split}.tsv``), ``squad-as2:DIR`` (written by
+    ``ctxsent data squad-as2``), or any of these with a FILE instead, plus ``tsv:FILE`` and
+    ``jsonl:FILE``. Unknown names, missing paths and missing splits raise
+    :class:`InputError` listing the valid choices.
+    """
+    name, sep, path_text = spec.partition(":")
+    if not sep or name not in FORMATS or not path_text:
+        raise InputError(
+            f"expected NAME:PATH with NAME one of {', '.join(FORMATS)}; got {spec!r}", field="spec"
+        )
+    fmt, path = FORMATS[name], Path(path_text)
+    if not path.exists():
+        raise InputError("no such file or folder", path=path)
+    if path.is_dir():
+        return fmt.read(_split_file(name, fmt, path, split))
+    if split is not None:
+        raise InputError(f"a split ({split!r}) selects a file in a folder; got a file", path=path)
+    return fmt.read(path)
+
+
+def available_splits(fmt: As2Format, folder: Path) -> list[str]:
+    """Splits for which ``folder`` holds a file of ``fmt``."""
+    found: set[str] = set()
+    for pattern in fmt.split_files:
+        head, _, tail = pattern.partition("{split}")
+        regex = re.compile(re.escape(head) + "(.+)" + re.escape(tail))
+        for candidate in folder.glob(pattern.replace("{split}", "*")):
+            match = regex.fullmatch(candidate.relative_to(folder).as_posix())
+            if match:
+                found.add(match.group(1))
+    return sorted(found)
+
+
+def _split_file(name: str, fmt: As2Format, folder: Path, split: str | None) -> Path:
+    if not fmt.split_files:
+        raise InputError(f"{name}: expected a file, got a folder", path=folder)
+    if split is not None:
+        for pattern in fmt.split_files:
+            if (folder / pattern.format(split=split)).is_file():
+                return folder / pattern.format(split=split)
+    choices = available_splits(fmt, folder)
+    problem = "no split given" if split is None else f"no {name} file for split {split!r}"
+    raise InputError(f"{problem}; splits here: {', '.join(choices) or 'none'}", path=folder)

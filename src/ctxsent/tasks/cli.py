@@ -1,0 +1,34 @@
+"""``ctxsent data …``: commands that build labelled data sets (mounted by ``ctxsent.cli``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)
+
+
+@app.callback()
+def data() -> None:
+    """Build labelled data sets (AS2)."""
+
+
+@app.command("squad-as2")
+def squad_as2(
+    squad: Path = typer.Option(..., "--squad", help="SQuAD v1.1-format JSON (.json or .json.gz)."),
+    out: Path = typer.Option(..., "--out", help="Output folder for {train,dev,test}.jsonl."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the article → split assignment."),
+) -> None:
+    """Pair every SQuAD question with every sentence of its article (ASNQ-style AS2).
+
+    A sentence is positive when it holds an answer span; splits are by article (70/15/15).
+
+    Writes {train,dev,test}.jsonl and summary.json, and prints the summary as JSON.
+    """
+    import json
+
+    from ctxsent.tasks.squad_as2 import build_squad_as2
+
+    summary = build_squad_as2(squad, out, seed)
+    typer.echo(json.dumps(summary, indent=2))

@@ -1,0 +1,233 @@
+"""Fine-tuning AS2 cross-encoders with Lightning (SSP paper, appendix D).
+
+Pointwise binary cross-entropy on (question, candidate[, context]) records;
+AdamW without weight decay, a triangular schedule (linear warm-up, then
+linear decay to zero), gradients clipped at 1.0, dev MAP measured every
+``eval_every`` steps with early stopping after ``patience`` evaluations
+without improvement (the paper: 5). The best model so far is always saved as
+a ctxsent folder ``OUT/model``; ``OUT/checkpoints/last.ckpt`` lets an
+interrupted run resume where it stopped.
+
+TANDA (Garg et al. 2020; Cascade paper, section 5.2) is two calls: transfer on
+a large AS2 set, then adapt the saved model on the target set.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import lightning as L
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.io import atomic_write
+from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.models.precision import lightning_precision
+from ctxsent.tasks.as2_records import As2Record, group_by_question
+from ctxsent.training.sampling import LengthGroupedBatches, length_sorted_batches
+
+
+@dataclass
+class As2TrainConfig:
+    learning_rate: float = 2e-5
+    batch_size: int = 32
+    epochs: int = 3
+    max_steps: int | None = None
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    eval_every: int = 200
+    patience: int = 5
+    eval_batch_size: int = 128
+    max_negatives_per_question: int | None = None
+    precision: str = "auto"
+    accelerator: str = "auto"
+    devices: int | str = "auto"
+    seed: int = 42
+
+
+def sample_negatives(
+    records: Sequence[As2Record], max_negatives: int | None, seed: int
+) -> list[As2Record]:
+    """Keep every positive and at most ``max_negatives`` random negatives per question.
+
+    Large transfer sets (ASNQ, the SQuAD-derived set: ~220 candidates per
+    question, ~1-2% positive) are subsampled this way to fit a CPU budget.
+    """
+    if max_negatives is None:
+        return list(records)
+    rng = np.random.default_rng(seed)
+    kept = []
+    for group in group_by_question(records).values():
+        negatives = [r for r in group if not r.label]
+        if len(negatives) > max_negatives:
+            chosen = set(rng.choice(len(negatives), max_negatives, replace=False).tolist())
+            negatives = [r for i, r in enumerate(negatives) if i in chosen]
+        kept += [r for r in group if r.label] + negatives
+    return kept
+
+
+class As2FineTuneModule(L.LightningModule):
+    """Trains a :class:`CrossEncoderRanker` and keeps the best dev-MAP model on disk."""
+
+    def __init__(
+        self,
+        ranker: CrossEncoderRanker,
+        config: As2TrainConfig,
+        dev_records: Sequence[As2Record],
+        out_dir: Path,
+        train_batches: LengthGroupedBatches | None = None,
+    ) -> None:
+        super().__init__()
+        self.ranker = ranker
+        self.config = config
+        self.dev_records = list(dev_records)
+        self.out_dir = out_dir
+        self.train_batches = train_batches
+        self.best_dev_map = -math.inf
+        self.loss_fn = torch.nn.BCEWithLogitsLoss()
+        self._dev_scores: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def on_train_epoch_start(self) -> None:
+        if self.train_batches is not None:  # same batches after a resume as without one
+            self.train_batches.set_epoch(self.current_epoch)
+
+    def training_step(self, batch, batch_idx):
+        features, labels, _ = batch
+        loss = self.loss_fn(self.ranker(features), labels)
+        self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        features, _, indices = batch
+        self._dev_scores.append((indices, self.ranker(features).float()))
+
+    def on_validation_epoch_end(self) -> None:
+        indices = torch.cat([i for i, _ in self._dev_scores]).cpu().numpy()
+        logits = torch.cat([s for _, s in self._dev_scores]).cpu().numpy()
+        self._dev_scores.clear()
+        scores = np.empty(len(self.dev_records), dtype=np.float32)
+        scores[indices] = logits
+        metrics = as2_metrics(
+            [r.question_id for r in self.dev_records], [r.label for r in self.dev_records], scores
+        )
+        self.log("dev_map", metrics["map"], prog_bar=True)
+        self.log("dev_mrr", metrics["mrr"])
+        self.log("dev_p1", metrics["p@1"])
+        if metrics["map"] > self.best_dev_map and not self.trainer.sanity_checking:
+            self.best_dev_map = metrics["map"]
+            if self.trainer.is_global_zero:
+                self.ranker.save_pretrained(self.out_dir / "model")
+                summary = {"step": self.global_step, "dev": metrics, "train": asdict(self.config)}
+                with atomic_write(self.out_dir / "best.json") as handle:
+                    json.dump(summary, handle, indent=2)
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["best_dev_map"] = self.best_dev_map
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self.best_dev_map = checkpoint.get("best_dev_map", -math.inf)
+
+    def configure_optimizers(self):
+        decay, no_decay = [], []
+        for name, parameter in self.ranker.named_parameters():
+            (no_decay if parameter.ndim < 2 or "norm" in name.lower() else decay).append(parameter)
+        optimizer = torch.optim.AdamW(
+            [
+                {"params": decay, "weight_decay": self.config.weight_decay},
+                {"params": no_decay, "weight_decay": 0.0},
+            ],
+            lr=self.config.learning_rate,
+        )
+        total = max(1, int(self.trainer.estimated_stepping_batches))
+        warmup = int(self.config.warmup_ratio * total)
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: triangular(step, warmup, total)
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+
+def triangular(step: int, warmup: int, total: int) -> float:
+    """Learning-rate factor: linear ramp over ``warmup`` steps, then linear decay to 0."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def _loader(ranker: CrossEncoderRanker, records: Sequence[As2Record], batch_sampler) -> DataLoader:
+    def collate(indices: list[int]):
+        batch = [records[i] for i in indices]
+        labels = torch.tensor([float(r.label) for r in batch])
+        return ranker.features(batch), labels, torch.tensor(indices)
+
+    return DataLoader(range(len(records)), batch_sampler=batch_sampler, collate_fn=collate)
+
+
+def _token_lengths(records: Sequence[As2Record]) -> list[int]:
+    """Cheap length proxy for grouping: characters of question, candidate and context."""
+    return [len(r.question) + len(r.candidate) + len(r.previous) + len(r.next) for r in records]
+
+
+def finetune_as2(
+    ranker: CrossEncoderRanker,
+    train: Sequence[As2Record],
+    dev: Sequence[As2Record],
+    out_dir: str | Path,
+    config: As2TrainConfig | None = None,
+) -> dict:
+    """Train ``ranker`` on ``train``, choose on ``dev`` MAP, save the best to ``OUT/model``.
+
+    Resumes from ``OUT/checkpoints/last.ckpt`` when it exists. Returns the best
+    dev metrics and the step they were reached at.
+    """
+    config = config or As2TrainConfig()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    L.seed_everything(config.seed, verbose=False)
+    train = sample_negatives(train, config.max_negatives_per_question, config.seed)
+
+    train_batches = LengthGroupedBatches(_token_lengths(train), config.batch_size, config.seed)
+    train_loader = _loader(ranker, train, train_batches)
+    dev_loader = _loader(
+        ranker, dev, length_sorted_batches(_token_lengths(dev), config.eval_batch_size)
+    )
+    module = As2FineTuneModule(ranker, config, dev, out_dir, train_batches)
+    checkpoints = L.pytorch.callbacks.ModelCheckpoint(
+        dirpath=out_dir / "checkpoints", save_last=True, save_top_k=0, every_n_train_steps=None
+    )
+    stopper = L.pytorch.callbacks.EarlyStopping("dev_map", mode="max", patience=config.patience)
+    steps_per_epoch = len(train_batches)
+    eval_every = min(config.eval_every, steps_per_epoch * config.epochs)
+    accelerator = config.accelerator
+    device_type = "cuda" if accelerator in ("gpu", "cuda") or (
+        accelerator == "auto" and torch.cuda.is_available()
+    ) else "cpu"
+    trainer = L.Trainer(
+        default_root_dir=out_dir,
+        accelerator=accelerator,
+        devices=config.devices,
+        max_epochs=config.epochs,
+        max_steps=config.max_steps or -1,
+        precision=lightning_precision(config.precision, device_type),
+        gradient_clip_val=config.max_grad_norm,
+        val_check_interval=eval_every,
+        check_val_every_n_epoch=None,
+        num_sanity_val_steps=0,
+        callbacks=[checkpoints, stopper],
+        logger=L.pytorch.loggers.CSVLogger(out_dir, name="logs"),
+        enable_model_summary=False,
+        use_distributed_sampler=False,
+    )
+    last = out_dir / "checkpoints" / "last.ckpt"
+    trainer.fit(
+        module, train_loader, dev_loader, ckpt_path=str(last) if last.exists() else None
+    )
+    if not trainer.should_stop and trainer.global_step % eval_every:
+        trainer.validate(module, dev_loader, verbose=False)
+    return json.loads((out_dir / "best.json").read_text())

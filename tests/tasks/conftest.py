@@ -1,0 +1,35 @@
+"""Fixtures for the AS2 data tests: the shared-data folder and a small file writer."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """``$CTXSENT_SHARED_DATA``, else ``<repo>/../shared/data``; skips the test when absent."""
+    folder = Path(os.environ.get("CTXSENT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+    if not folder.is_dir():
+        pytest.skip(f"shared data not found at {folder}")
+    return folder
+
+
+@pytest.fixture
+def write_file(tmp_path: Path) -> Callable[..., Path]:
+    """``write_file(name, text, newline=...)``: a UTF-8 file in ``tmp_path``, gzipped for .gz."""
+
+    def write(name: str, text: str, *, newline: str = "\n") -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = text.replace("\n", newline).encode("utf-8")
+        path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+        return path
+
+    return write
