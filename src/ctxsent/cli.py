@@ -98,9 +98,15 @@ def finetune_as2_command(
     contextual: Annotated[
         bool, typer.Option("--contextual/--pairwise", help="add previous+next as a 3rd segment")
     ] = False,
+    dev_data: Annotated[
+        str | None, typer.Option(help="select on another set's dev split (TANDA: the target)")
+    ] = None,
     train_split: str = "train",
     dev_split: str = "dev",
     dev_clean: Annotated[bool, typer.Option(help="select on the clean dev set")] = True,
+    dev_questions: Annotated[
+        int | None, typer.Option(help="evaluate on the first N dev questions only (large sets)")
+    ] = None,
     epochs: int = 2,
     max_steps: Annotated[int | None, typer.Option(help="stop after this many steps")] = None,
     batch_size: int = 32,
@@ -121,12 +127,14 @@ def finetune_as2_command(
     from ctxsent.models.cross_encoder import CrossEncoderRanker
     from ctxsent.saving import MANIFEST, load
     from ctxsent.tasks.as2_load import load_as2
-    from ctxsent.tasks.as2_records import clean
+    from ctxsent.tasks.as2_records import clean, first_questions
     from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2
 
     train = load_as2(data, train_split)
-    dev = load_as2(data, dev_split)
+    dev = load_as2(dev_data or data, dev_split)
     dev = clean(dev) if dev_clean else dev
+    if dev_questions is not None:
+        dev = first_questions(dev, dev_questions)
     if (Path(init) / MANIFEST).is_file():
         ranker = load(init).with_context(contextual)
         ranker.config.max_length = max_length
@@ -154,7 +162,7 @@ def finetune_as2_command(
 def eval_as2(
     model: ModelOption,
     data: Annotated[str, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, selqa:DIR")],
-    split: str = "test",
+    split: Annotated[str, typer.Option(help="split of a folder (ignored for a file)")] = "test",
     clean_questions: Annotated[
         bool, typer.Option("--clean/--all", help="drop questions without both labels")
     ] = True,
@@ -166,7 +174,7 @@ def eval_as2(
     from ctxsent.tasks.as2_load import load_as2
     from ctxsent.tasks.as2_records import clean
 
-    records = load_as2(data, split)
+    records = load_as2(data, split if Path(data.partition(":")[2]).is_dir() else None)
     records = clean(records) if clean_questions else records
     if not records:
         raise InputError(f"split {split!r} of {data} has no questions to evaluate", field="split")

@@ -1,24 +1,12 @@
-"""Fixtures for the AS2 data tests: the shared-data folder and a small file writer."""
+"""Fixtures for the AS2 data tests: a small file writer."""
 
 from __future__ import annotations
 
 import gzip
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def shared_data() -> Path:
-    """``$CTXSENT_SHARED_DATA``, else ``<repo>/../shared/data``; skips the test when absent."""
-    folder = Path(os.environ.get("CTXSENT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
-    if not folder.is_dir():
-        pytest.skip(f"shared data not found at {folder}")
-    return folder
 
 
 @pytest.fixture

@@ -47,6 +47,12 @@ def clean(records: Iterable[As2Record]) -> list[As2Record]:
     return kept
 
 
+def first_questions(records: Iterable[As2Record], count: int) -> list[As2Record]:
+    """The records of the first ``count`` questions, in order (a cheap dev subset)."""
+    groups = list(group_by_question(records).values())[:count]
+    return [record for group in groups for record in group]
+
+
 def with_context(records: list[As2Record]) -> Iterator[As2Record]:
     """Yield records whose ``previous``/``next`` are rebuilt from list order within each question.
 

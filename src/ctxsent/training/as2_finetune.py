@@ -94,6 +94,9 @@ class As2FineTuneModule(L.LightningModule):
         self.loss_fn = torch.nn.BCEWithLogitsLoss()
         self._dev_scores: list[tuple[torch.Tensor, torch.Tensor]] = []
 
+    def on_train_start(self) -> None:
+        self.ranker.train()  # HF loads models in eval mode, which would switch dropout off
+
     def on_train_epoch_start(self) -> None:
         if self.train_batches is not None:  # same batches after a resume as without one
             self.train_batches.set_epoch(self.current_epoch)
@@ -219,7 +222,7 @@ def finetune_as2(
         val_check_interval=eval_every,
         check_val_every_n_epoch=None,
         num_sanity_val_steps=0,
-        callbacks=[checkpoints, stopper],
+        callbacks=[checkpoints, stopper, L.pytorch.callbacks.TQDMProgressBar(refresh_rate=10)],
         logger=L.pytorch.loggers.CSVLogger(out_dir, name="logs"),
         enable_model_summary=False,
         use_distributed_sampler=False,

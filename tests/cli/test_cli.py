@@ -1,0 +1,83 @@
+"""The command line: JSON output, one-line errors, exit codes."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ctxsent.tasks.as2_records import As2Record
+from ctxsent.tasks.as2_jsonl import write_as2_jsonl
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ctxsent.cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture
+def as2_file(tmp_path):
+    records = [
+        As2Record("q1", "when was the lighthouse lit", "The lighthouse was first lit in 1874.", 1),
+        As2Record("q1", "when was the lighthouse lit", "Three keepers lived on the island.", 0),
+        As2Record("q2", "who lived on the island", "The tower is painted white.", 0),
+        As2Record("q2", "who lived on the island", "Three keepers lived on the island.", 1),
+        As2Record("q3", "only negatives here", "Nothing relevant.", 0),
+    ]
+    path = tmp_path / "test.jsonl"
+    write_as2_jsonl(records, path)
+    return path
+
+
+def test_eval_as2_prints_one_json_object_with_the_metrics(as2_file):
+    result = run_cli("eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["questions"] == 2 and report["pairs"] == 4  # q3 dropped by --clean
+    assert report["map"] == report["p@1"] == report["mrr"] == 1.0
+    assert {"ndcg@10", "hits@1", "ties"} <= report.keys()
+    unclean = json.loads(
+        run_cli("eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}", "--all").stdout
+    )
+    assert unclean["questions"] == 3 and unclean["map"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["eval", "as2", "--model", "{tmp}", "--data", "jsonl:{file}"],
+         "not a ctxsent model folder"),
+        (["eval", "as2", "--model", "bm25", "--data", "nosuch:{file}"], "NAME one of wikiqa"),
+        (["rank", "--question", "q?", "--document", "{tmp}/missing.txt"], "missing.txt: no such file"),
+        (["rank", "--question", "q?", "--document", "{tmp}/latin1.txt", "--model", "bm25"],
+         "latin1.txt"),
+        (["rank", "--question", " ", "--document", "{tmp}/ok.txt", "--model", "bm25"],
+         "field 'question'"),
+    ],
+)
+def test_bad_input_gives_one_line_error_and_exit_2(tmp_path, as2_file, args, message):
+    (tmp_path / "latin1.txt").write_bytes("Caf\xe9 cr\xe8me is sold here.".encode("latin-1"))
+    (tmp_path / "ok.txt").write_text("A sentence here. Another one there.")
+    args = [a.format(tmp=tmp_path, file=as2_file) for a in args]
+    result = run_cli(*args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_rank_prints_the_best_sentence_first(tmp_path):
+    document = tmp_path / "doc.txt"
+    document.write_text(
+        "The tower was first lit in 1874. Three keepers lived on the island. "
+        "The tower is painted white."
+    )
+    result = run_cli(
+        "rank", "--question", "when was the tower lit", "--document", str(document),
+        "--model", "bm25", "--top-k", "1", "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    [answer] = json.loads(result.stdout)[0]["answers"]
+    assert answer["candidate"] == "The tower was first lit in 1874."
+    assert answer["next"] == "Three keepers lived on the island."

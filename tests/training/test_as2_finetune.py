@@ -1,0 +1,88 @@
+import json
+
+import numpy as np
+import pytest
+
+import ctxsent
+from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.tasks.as2_records import As2Record
+from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2, sample_negatives, triangular
+from ctxsent.training.sampling import LengthGroupedBatches, length_sorted_batches
+
+
+def synthetic_as2(questions: int, seed: int) -> list[As2Record]:
+    """Questions about a colour; only the positive candidate gives a reason ("because")."""
+    rng = np.random.default_rng(seed)
+    colours = ["red", "green", "blue", "yellow", "purple", "orange"]
+    records = []
+    for q in range(questions):
+        colour = colours[rng.integers(len(colours))]
+        others = [c for c in colours if c != colour]
+        answer = int(rng.integers(4))
+        for k in range(4):
+            word = others[rng.integers(len(others))]
+            text = f"it is {colour} because of dye." if k == answer else f"the box is {word}."
+            records.append(As2Record(f"q{q}", f"which one is {colour}?", text, int(k == answer)))
+    return records
+
+
+def test_triangular_schedule_ramps_up_then_decays_to_zero():
+    factors = [triangular(step, warmup=10, total=100) for step in range(101)]
+    assert factors[0] == pytest.approx(0.1) and factors[9] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(factors[9:], factors[10:], strict=False))
+    assert factors[100] == 0.0
+
+
+def test_sample_negatives_keeps_every_positive():
+    records = synthetic_as2(20, seed=0)
+    kept = sample_negatives(records, max_negatives=1, seed=0)
+    assert sum(r.label for r in kept) == sum(r.label for r in records) == 20
+    assert len(kept) == 40
+    assert sample_negatives(records, None, 0) == records
+
+
+def test_length_grouped_batches_cover_every_index_once_and_depend_on_epoch():
+    lengths = list(np.random.default_rng(0).integers(1, 100, size=103))
+    sampler = LengthGroupedBatches(lengths, batch_size=8, seed=3, group=4)
+    first = list(sampler)
+    assert sorted(i for batch in first for i in batch) == list(range(103))
+    assert len(first) == len(sampler) == 13
+    assert list(sampler) == first  # same epoch, same batches
+    sampler.set_epoch(1)
+    assert list(sampler) != first
+    spread = np.mean([np.ptp([lengths[i] for i in b]) for b in first])
+    assert spread < 0.5 * np.ptp(lengths)  # similar lengths share a batch
+
+
+def test_length_sorted_batches_are_longest_first():
+    assert length_sorted_batches([1, 5, 3, 4], 2) == [[1, 3], [2, 0]]
+
+
+def test_finetune_learns_saves_best_and_resumes(tiny_bert, tmp_path):
+    train, dev = synthetic_as2(96, seed=1), synthetic_as2(24, seed=2)
+    ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
+    config = As2TrainConfig(
+        learning_rate=3e-3, batch_size=16, epochs=3, eval_every=8, warmup_ratio=0.0, seed=0
+    )
+    best = finetune_as2(ranker, train, dev, tmp_path / "run", config)
+    assert best["dev"]["map"] > 0.8  # chance is ~0.52
+    saved = ctxsent.load(tmp_path / "run" / "model")
+    scores = saved.predict(dev)
+    from ctxsent.evaluation.as2_metrics import as2_metrics
+
+    metrics = as2_metrics([r.question_id for r in dev], [r.label for r in dev], scores)
+    assert metrics["map"] == pytest.approx(best["dev"]["map"], abs=1e-6)
+    assert (tmp_path / "run" / "checkpoints" / "last.ckpt").is_file()
+
+    # Asking for more epochs resumes from last.ckpt instead of starting again.
+    config.epochs = 4
+    again = finetune_as2(
+        CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32),
+        train,
+        dev,
+        tmp_path / "run",
+        config,
+    )
+    assert again["dev"]["map"] >= best["dev"]["map"]
+    summary = json.loads((tmp_path / "run" / "best.json").read_text())
+    assert summary["train"]["epochs"] in (3, 4)
