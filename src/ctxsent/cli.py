@@ -182,9 +182,7 @@ def eval_as2(
     start = time.perf_counter()
     scores = ranker.predict(records, batch_size=batch_size, show_progress=sys.stderr.isatty())
     seconds = time.perf_counter() - start
-    metrics = as2_metrics(
-        [r.question_id for r in records], [r.label for r in records], scores
-    )
+    metrics = as2_metrics([r.question_id for r in records], [r.label for r in records], scores)
     report = {
         "model": model,
         "data": data,

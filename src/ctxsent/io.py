@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -38,7 +39,9 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def atomic_write(target: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+def atomic_write(
+    target: str | Path, mode: str = "w", encoding: str | None = "utf-8"
+) -> Iterator[IO]:
     """Open a temporary file for writing and rename it onto ``target`` when closed cleanly."""
     with atomic_path(target) as staged:
         kwargs = {} if "b" in mode else {"encoding": encoding}
@@ -90,3 +93,20 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int,
                     line=line_no,
                 ) from None
             yield line_no, line.rstrip("\r\n")
+
+
+def read_json_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` for each non-blank line of a JSON Lines file.
+
+    A line that is not JSON, or not a JSON object, raises :class:`InputError` naming it.
+    """
+    for line_no, line in read_lines(path, encoding):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(f"not valid JSON ({err.msg})", path=path, line=line_no) from None
+        if not isinstance(value, dict):
+            raise InputError("expected a JSON object", path=path, line=line_no)
+        yield line_no, value

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from ctxsent.tasks.as2_records import As2Record
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
+from ctxsent.tasks.as2_records import As2Record
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -46,14 +46,23 @@ def test_eval_as2_prints_one_json_object_with_the_metrics(as2_file):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["eval", "as2", "--model", "{tmp}", "--data", "jsonl:{file}"],
-         "not a ctxsent model folder"),
+        (
+            ["eval", "as2", "--model", "{tmp}", "--data", "jsonl:{file}"],
+            "not a ctxsent model folder",
+        ),
         (["eval", "as2", "--model", "bm25", "--data", "nosuch:{file}"], "NAME one of wikiqa"),
-        (["rank", "--question", "q?", "--document", "{tmp}/missing.txt"], "missing.txt: no such file"),
-        (["rank", "--question", "q?", "--document", "{tmp}/latin1.txt", "--model", "bm25"],
-         "latin1.txt"),
-        (["rank", "--question", " ", "--document", "{tmp}/ok.txt", "--model", "bm25"],
-         "field 'question'"),
+        (
+            ["rank", "--question", "q?", "--document", "{tmp}/missing.txt"],
+            "missing.txt: no such file",
+        ),
+        (
+            ["rank", "--question", "q?", "--document", "{tmp}/latin1.txt", "--model", "bm25"],
+            "latin1.txt",
+        ),
+        (
+            ["rank", "--question", " ", "--document", "{tmp}/ok.txt", "--model", "bm25"],
+            "field 'question'",
+        ),
     ],
 )
 def test_bad_input_gives_one_line_error_and_exit_2(tmp_path, as2_file, args, message):
@@ -74,8 +83,16 @@ def test_rank_prints_the_best_sentence_first(tmp_path):
         "The tower is painted white."
     )
     result = run_cli(
-        "rank", "--question", "when was the tower lit", "--document", str(document),
-        "--model", "bm25", "--top-k", "1", "--json",
+        "rank",
+        "--question",
+        "when was the tower lit",
+        "--document",
+        str(document),
+        "--model",
+        "bm25",
+        "--top-k",
+        "1",
+        "--json",
     )
     assert result.returncode == 0, result.stderr
     [answer] = json.loads(result.stdout)[0]["answers"]

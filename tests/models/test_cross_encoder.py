@@ -103,3 +103,15 @@ def test_load_rejects_folders_that_are_not_ctxsent_models(tiny_bert, tmp_path):
     (broken / "ctxsent.json").write_text(json.dumps({"kind": "teapot", "format": 1}))
     with pytest.raises(ModelFolderError, match="unknown model kind 'teapot'"):
         ctxsent.load(broken)
+
+
+def test_int8_scores_track_fp32_and_follow_weight_updates(tiny_bert):
+    ranker = CrossEncoderRanker.from_backbone(str(tiny_bert))
+    fp32 = ranker.predict(RECORDS)
+    ranker.precision = "int8"
+    int8 = ranker.predict(RECORDS)
+    assert not np.array_equal(int8, fp32)
+    np.testing.assert_allclose(int8, fp32, atol=0.05)
+    with torch.no_grad():
+        ranker.model.classifier.bias.add_(1.0)  # a training step would change weights in place
+    np.testing.assert_allclose(ranker.predict(RECORDS), int8 + 1.0, atol=1e-5)

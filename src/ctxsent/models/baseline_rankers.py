@@ -30,7 +30,9 @@ class BM25Ranker(As2Ranker):
         texts = list(dict.fromkeys(r.candidate for r in records))
         position = {text: i for i, text in enumerate(texts)}
         retriever = bm25s.BM25(k1=self.k1, b=self.b)
-        retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+        retriever.index(
+            bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False
+        )
         scores = np.empty(len(records), dtype=np.float32)
         rows_by_question: dict[str, list[int]] = {}
         for row, record in enumerate(records):

@@ -27,7 +27,7 @@ from torch import nn
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.io import atomic_path
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
-from ctxsent.models.precision import autocast_context
+from ctxsent.models.precision import autocast_context, quantize_int8, resolve_precision
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.segments import encode_segments, pad_batch
 from ctxsent.saving import read_manifest, register_model, write_manifest
@@ -85,6 +85,7 @@ class CrossEncoderRanker(As2Ranker, nn.Module):
         self.config = config
         self.contextual = config.contextual
         self.precision = "auto"  # see ctxsent.models.precision
+        self._int8: tuple[int, nn.Module] | None = None  # (weights version, quantised copy)
 
     # -- construction and persistence -------------------------------------------------
     @classmethod
@@ -156,6 +157,13 @@ class CrossEncoderRanker(As2Ranker, nn.Module):
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    def _int8_model(self) -> nn.Module:
+        """The int8 copy of the model, re-made whenever the weights have changed."""
+        version = sum(p._version for p in self.model.parameters())
+        if self._int8 is None or self._int8[0] != version:
+            self._int8 = (version, quantize_int8(self.model))
+        return self._int8[1]
+
     @torch.inference_mode()
     def predict(
         self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
@@ -171,8 +179,12 @@ class CrossEncoderRanker(As2Ranker, nn.Module):
         self.model.eval()
         scores = np.empty(len(records), dtype=np.float32)
         device = self.device
+        precision = resolve_precision(self.precision, device)
+        model = self.model
+        if precision == "int8":  # fbgemm kernels: the quantised copy runs on the CPU
+            model, device = self._int8_model(), torch.device("cpu")
         progress = tqdm(total=len(records), disable=not show_progress, desc="scoring", unit="pair")
-        with autocast_context(device, self.precision), progress:
+        with autocast_context(device, precision), progress:
             for chunk_start in range(0, len(records), _TOKENIZE_CHUNK):
                 chunk = records[chunk_start : chunk_start + _TOKENIZE_CHUNK]
                 encoded = encode_segments(
@@ -182,7 +194,7 @@ class CrossEncoderRanker(As2Ranker, nn.Module):
                 for start in range(0, len(order), batch_size):
                     rows = order[start : start + batch_size]
                     batch = pad_batch([encoded[i] for i in rows], self.tokenizer.pad_token_id)
-                    logits = self.forward({k: v.to(device) for k, v in batch.items()})
+                    logits = model(**{k: v.to(device) for k, v in batch.items()}).logits[:, 0]
                     scores[chunk_start + rows] = logits.float().cpu().numpy()
                     progress.update(len(rows))
         return scores

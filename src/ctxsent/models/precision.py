@@ -1,4 +1,9 @@
-"""Numeric precision for inference and training: fp32, bf16 or fp16 autocast.
+"""Numeric precision for inference and training: fp32, bf16 or fp16 autocast, int8.
+
+``int8`` (inference only) quantises the weights of every ``nn.Linear`` to int8
+and the activations dynamically per batch (fbgemm kernels, which need only
+AVX2); embeddings, layer norms and softmax stay fp32. It trades a small score
+change for speed on CPUs without bf16 (BENCHMARKS.md shows both).
 
 ``auto`` picks bf16 on GPUs that support it (fp16 on older ones) and on CPUs
 with native bf16 instructions (AVX512-BF16 or AMX); elsewhere fp32, because
@@ -14,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
 
 
 @functools.cache
@@ -40,7 +45,7 @@ def resolve_precision(precision: str, device: torch.device) -> str:
 def autocast_context(device: torch.device, precision: str):
     """The autocast context for a concrete precision (no autocast for fp32)."""
     precision = resolve_precision(precision, device)
-    if precision == "fp32":
+    if precision in ("fp32", "int8"):  # int8 is applied to the weights, see quantize_int8
         return contextlib.nullcontext()
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     return torch.autocast(device_type=device.type, dtype=dtype)
@@ -49,4 +54,18 @@ def autocast_context(device: torch.device, precision: str):
 def lightning_precision(precision: str, device_type: str) -> str:
     """The Lightning ``Trainer(precision=...)`` string for a precision name."""
     precision = resolve_precision(precision, torch.device(device_type))
+    if precision == "int8":
+        raise ValueError("int8 is for inference only; train in fp32, bf16 or fp16")
     return {"fp32": "32-true", "bf16": "bf16-mixed", "fp16": "16-mixed"}[precision]
+
+
+def quantize_int8(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``model`` with dynamically quantised int8 ``nn.Linear`` layers (CPU only)."""
+    import copy
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao's deprecation notices; 2.13 is pinned
+        return torch.ao.quantization.quantize_dynamic(
+            copy.deepcopy(model).cpu().eval(), {torch.nn.Linear}, dtype=torch.qint8
+        )

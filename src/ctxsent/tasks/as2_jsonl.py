@@ -14,7 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_write, read_lines
+from ctxsent.io import atomic_write, read_json_lines
 from ctxsent.tasks.as2_records import As2Record
 
 FIELDS = tuple(field.name for field in fields(As2Record))
@@ -30,13 +30,7 @@ def read_as2_jsonl(path: str | Path) -> list[As2Record]:
     """
     shared: dict[str, str] = {}
     records: list[As2Record] = []
-    for line_no, line in read_lines(path):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"invalid JSON: {err.msg}", path=path, line=line_no) from None
+    for line_no, obj in read_json_lines(path):
         _check_record(path, line_no, obj)
         for name in _TEXT_FIELDS:
             if name in obj:
@@ -59,9 +53,7 @@ def write_as2_jsonl(records: Iterable[As2Record], path: str | Path) -> int:
     return count
 
 
-def _check_record(path: str | Path, line_no: int, obj: object) -> None:
-    if not isinstance(obj, dict):
-        raise InputError("expected a JSON object", path=path, line=line_no)
+def _check_record(path: str | Path, line_no: int, obj: dict) -> None:
     unknown = sorted(set(obj) - set(FIELDS))
     if unknown:
         raise InputError(

@@ -208,9 +208,11 @@ def finetune_as2(
     steps_per_epoch = len(train_batches)
     eval_every = min(config.eval_every, steps_per_epoch * config.epochs)
     accelerator = config.accelerator
-    device_type = "cuda" if accelerator in ("gpu", "cuda") or (
-        accelerator == "auto" and torch.cuda.is_available()
-    ) else "cpu"
+    device_type = (
+        "cuda"
+        if accelerator in ("gpu", "cuda") or (accelerator == "auto" and torch.cuda.is_available())
+        else "cpu"
+    )
     trainer = L.Trainer(
         default_root_dir=out_dir,
         accelerator=accelerator,
@@ -228,9 +230,7 @@ def finetune_as2(
         use_distributed_sampler=False,
     )
     last = out_dir / "checkpoints" / "last.ckpt"
-    trainer.fit(
-        module, train_loader, dev_loader, ckpt_path=str(last) if last.exists() else None
-    )
+    trainer.fit(module, train_loader, dev_loader, ckpt_path=str(last) if last.exists() else None)
     if not trainer.should_stop and trainer.global_step % eval_every:
         trainer.validate(module, dev_loader, verbose=False)
     return json.loads((out_dir / "best.json").read_text())

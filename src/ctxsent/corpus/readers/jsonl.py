@@ -8,7 +8,6 @@ optionally ``title`` and ``id`` (default: the line number). Anything else is an
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from itertools import dropwhile
 from pathlib import Path
@@ -16,22 +15,15 @@ from pathlib import Path
 from ctxsent.corpus.document import RawDocument
 from ctxsent.corpus.readers.plaintext import blank_line_paragraphs
 from ctxsent.errors import InputError
-from ctxsent.io import read_lines
+from ctxsent.io import read_json_lines
 
 
 def read_jsonl(
     path: str | Path, encoding: str = "utf-8", start_line: int = 1
 ) -> Iterator[RawDocument]:
     """Yield one document per JSON line, from line ``start_line`` on."""
-    for line_no, line in dropwhile(lambda item: item[0] < start_line, read_lines(path, encoding)):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"not valid JSON ({err.msg})", path=path, line=line_no) from None
-        if not isinstance(record, dict):
-            raise InputError("expected a JSON object", path=path, line=line_no)
+    lines = read_json_lines(path, encoding)
+    for line_no, record in dropwhile(lambda item: item[0] < start_line, lines):
         yield RawDocument(
             id=_string_field(record, "id", str(line_no), path, line_no),
             title=_string_field(record, "title", "", path, line_no),
