@@ -1,0 +1,317 @@
+"""Cascade Transformer: AS2 reranking with early exits that drop candidates.
+
+One transformer encoder with a classifier C_rho(i) after each exit layer
+rho(i) (Cascade paper, section 4.3). Each classifier scores the masked mean
+of all token states at its layer with a 3-layer feed-forward network (hidden
+= model width, tanh, dropout 0.1; section 5.2). The paper's five exits at
+layers 4, 6, 8, 10, 12 of a 12-layer model are the fractions 1/3, 1/2, 2/3,
+5/6, 1 of the depth; :func:`default_exits` scales them to any depth (MiniLM-L6:
+2, 3, 4, 5, 6).
+
+Training (4.3.1): for every mini-batch one classifier is sampled uniformly and
+its loss is back-propagated through all lower layers down to the embeddings;
+:meth:`CascadeRanker.forward` does the sampling in training mode, so the
+ordinary AS2 fine-tuning loop trains a cascade unchanged.
+
+Inference (4.3.2): per question, after classifier i drop floor(alpha_i * k) of
+its k remaining candidates with the lowest partial scores; survivors continue
+from their cached partial encodings. Many questions are packed into one
+batch; each question's pruning stays its own. The final ranking keeps
+survivors ordered by their final score, then the dropped candidates ordered
+by the exit they left at (later first) and their partial score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.models.transformer_ranker import RankerConfig, TransformerRanker, quiet_transformers
+from ctxsent.saving import read_manifest, register_model
+from ctxsent.tasks.as2_records import As2Record
+
+PAPER_EXIT_FRACTIONS = (4 / 12, 6 / 12, 8 / 12, 10 / 12, 12 / 12)
+HEADS_FILE = "cascade_heads.safetensors"
+_PACK = 2048  # candidates whose partial encodings are kept in memory at once
+
+
+def default_exits(depth: int) -> list[int]:
+    """The paper's exit layers scaled to ``depth`` (1-based, strictly increasing, last = depth)."""
+    return sorted({max(1, round(f * depth)) for f in PAPER_EXIT_FRACTIONS})
+
+
+@dataclass
+class CascadeConfig(RankerConfig):
+    exits: list[int] = field(default_factory=list)
+    #: Default drop rate(s) used by ``predict``: one per non-final classifier.
+    alphas: list[float] = field(default_factory=list)
+
+
+@dataclass
+class CascadeCost:
+    """Layer-candidate evaluations of a run, relative to the monolithic model."""
+
+    layer_evaluations: int
+    monolithic_evaluations: int
+    candidates_per_exit: list[int]
+
+    @property
+    def relative(self) -> float:
+        return self.layer_evaluations / max(1, self.monolithic_evaluations)
+
+
+def exit_classifier(width: int, dropout: float = 0.1) -> nn.Sequential:
+    """The partial classifier C_rho(i): 3 dense layers, tanh, dropout (section 5.2)."""
+    return nn.Sequential(
+        nn.Dropout(dropout),
+        nn.Linear(width, width),
+        nn.Tanh(),
+        nn.Dropout(dropout),
+        nn.Linear(width, width),
+        nn.Tanh(),
+        nn.Dropout(dropout),
+        nn.Linear(width, 1),
+    )
+
+
+def resolve_alphas(alpha: float | Sequence[float], exits: int) -> list[float]:
+    """One drop rate per non-final classifier, from a single rate or a list."""
+    rates = [float(alpha)] * (exits - 1) if isinstance(alpha, int | float) else list(alpha)
+    if len(rates) != exits - 1 or not all(0.0 <= a < 1.0 for a in rates):
+        raise InputError(
+            f"need {exits - 1} drop rates in [0, 1) (one per non-final exit), got {rates}",
+            field="alpha",
+        )
+    return rates
+
+
+@register_model("cascade")
+class CascadeRanker(TransformerRanker):
+    """A transformer encoder with a scoring classifier after each exit layer."""
+
+    def __init__(self, model: nn.Module, tokenizer, config: CascadeConfig) -> None:
+        super().__init__(model, tokenizer, config)
+        depth = model.config.num_hidden_layers
+        config.exits = config.exits or default_exits(depth)
+        if config.exits != sorted(set(config.exits)) or not 1 <= config.exits[0] <= depth:
+            raise InputError(f"exits must increase within 1..{depth}", field="exits")
+        config.alphas = config.alphas or [0.0] * (len(config.exits) - 1)
+        width = model.config.hidden_size
+        self.heads = nn.ModuleList(exit_classifier(width) for _ in config.exits)
+        self.last_cost: CascadeCost | None = None
+
+    # -- construction and persistence -------------------------------------------------
+    @classmethod
+    def from_backbone(
+        cls,
+        backbone: str = DEFAULT_BACKBONE,
+        contextual: bool = False,
+        max_length: int = 256,
+        exits: Sequence[int] = (),
+    ) -> CascadeRanker:
+        from transformers import AutoModel, AutoTokenizer
+
+        path = resolve_backbone(backbone)
+        quiet_transformers()
+        model = AutoModel.from_pretrained(path, add_pooling_layer=False)
+        config = CascadeConfig(backbone, contextual, max_length, list(exits))
+        return cls(model, AutoTokenizer.from_pretrained(path), config)
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> CascadeRanker:
+        from safetensors.torch import load_file
+        from transformers import AutoModel, AutoTokenizer
+
+        manifest = read_manifest(path)
+        quiet_transformers()
+        if manifest["kind"] != "cascade":
+            raise ModelFolderError(f"holds a {manifest['kind']!r}, not a cascade", path=path)
+        try:
+            model = AutoModel.from_pretrained(path, use_safetensors=True, add_pooling_layer=False)
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            heads = load_file(Path(path) / HEADS_FILE)
+        except (OSError, ValueError) as err:
+            raise ModelFolderError(f"cannot load weights or tokenizer: {err}", path=path) from None
+        ranker = cls(model, tokenizer, CascadeConfig(**manifest["config"]))
+        ranker.heads.load_state_dict(heads)
+        return ranker
+
+    def save_weights(self, folder: Path) -> None:
+        from safetensors.torch import save_file
+
+        super().save_weights(folder)
+        save_file(
+            {k: v.contiguous() for k, v in self.heads.state_dict().items()}, folder / HEADS_FILE
+        )
+
+    # -- the network, piece by piece ---------------------------------------------------
+    def _embed(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.model.embeddings(
+            input_ids=features["input_ids"], token_type_ids=features["token_type_ids"]
+        )
+
+    def _layers(
+        self, hidden: torch.Tensor, attention_mask: torch.Tensor, start: int, stop: int
+    ) -> torch.Tensor:
+        """Run transformer layers ``start+1 .. stop`` (1-based) over ``hidden``."""
+        from transformers.masking_utils import create_bidirectional_mask
+
+        mask = create_bidirectional_mask(
+            config=self.model.config, inputs_embeds=hidden, attention_mask=attention_mask
+        )
+        for layer in self.model.encoder.layer[start:stop]:
+            hidden = layer(hidden, attention_mask=mask)
+            hidden = hidden[0] if isinstance(hidden, tuple) else hidden
+        return hidden
+
+    def _score(self, exit_index: int, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """C_rho(i) over the masked mean of the token states (section 4.3)."""
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+        return self.heads[exit_index](pooled)[:, 0]
+
+    def forward_exits(self, features: dict[str, torch.Tensor], upto: int | None = None):
+        """Logits of classifiers 0..``upto`` (default: all), in one pass of the encoder."""
+        upto = len(self.config.exits) - 1 if upto is None else upto
+        mask = features["attention_mask"]
+        hidden, done, logits = self._embed(features), 0, []
+        for index, layer in enumerate(self.config.exits[: upto + 1]):
+            hidden, done = self._layers(hidden, mask, done, layer), layer
+            logits.append(self._score(index, hidden, mask))
+        return logits
+
+    def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Training: one uniformly sampled classifier (4.3.1); evaluation: the final one."""
+        if self.training:
+            index = int(torch.randint(len(self.config.exits), ()).item())
+            return self.forward_exits(features, index)[index]
+        return self.forward_exits(features)[-1]
+
+    # -- cascaded inference ------------------------------------------------------------
+    @torch.inference_mode()
+    def predict_exits(self, records: Sequence[As2Record], batch_size: int = 64) -> np.ndarray:
+        """Logits of every classifier for every record, ``(exits, records)``: alpha = 0.
+
+        Each row is the ranking of one exit used as a model of its own (paper, Table 2).
+        """
+        from ctxsent.models.segments import pad_batch
+
+        self.eval()
+        logits = np.empty((len(self.heads), len(records)), dtype=np.float32)
+        for offset, encoded, order in self.encoded_chunks(records):
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                batch = pad_batch([encoded[i] for i in rows], self.tokenizer.pad_token_id)
+                outputs = self.forward_exits({k: v.to(self.device) for k, v in batch.items()})
+                for index, exit_logits in enumerate(outputs):
+                    logits[index, offset + rows] = exit_logits.float().cpu().numpy()
+        return logits
+
+    @torch.inference_mode()
+    def predict(
+        self,
+        records: Sequence[As2Record],
+        batch_size: int = 64,
+        show_progress: bool = False,
+        alpha: float | Sequence[float] | None = None,
+    ) -> np.ndarray:
+        """Cascade scores: exit reached + sigmoid(partial logit), higher ranks first.
+
+        The integer part orders candidates by the exit they reached (survivors
+        last = highest), the fraction by their score there, which gives the
+        ranking described in the module docstring. ``self.last_cost`` holds the
+        layer-candidate cost of the call.
+        """
+        alphas = resolve_alphas(self.config.alphas if alpha is None else alpha, len(self.heads))
+        self.eval()
+        scores = np.empty(len(records), dtype=np.float64)
+        per_exit = [0] * len(self.config.exits)
+        evaluations = 0
+        for pack in _question_packs(records, _PACK):
+            pack_scores, pack_exit_counts, pack_evaluations = self._cascade(
+                [records[i] for i in pack], alphas, batch_size
+            )
+            scores[pack] = pack_scores
+            per_exit = [a + b for a, b in zip(per_exit, pack_exit_counts, strict=True)]
+            evaluations += pack_evaluations
+        depth = self.model.config.num_hidden_layers
+        self.last_cost = CascadeCost(evaluations, depth * len(records), per_exit)
+        return scores
+
+    def _cascade(
+        self, records: list[As2Record], alphas: list[float], batch_size: int
+    ) -> tuple[np.ndarray, list[int], int]:
+        """Run the cascade over whole questions held in memory together."""
+        from ctxsent.models.segments import encode_segments, pad_batch
+
+        device, pad = self.device, self.tokenizer.pad_token_id
+        encoded = encode_segments(self.tokenizer, self.segments(records), self.config.max_length)
+        question_of = np.unique([r.question_id for r in records], return_inverse=True)[1]
+        states: list[torch.Tensor | None] = [None] * len(records)  # partial encodings
+        scores = np.zeros(len(records), dtype=np.float64)
+        active = np.arange(len(records))
+        counts, evaluations, done = [], 0, 0
+        for index, layer in enumerate(self.config.exits):
+            counts.append(len(active))
+            evaluations += (layer - done) * len(active)
+            logits = np.empty(len(active))
+            order = active[np.argsort([-len(encoded[i][0]) for i in active], kind="stable")]
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                batch = {
+                    k: v.to(device) for k, v in pad_batch([encoded[i] for i in rows], pad).items()
+                }
+                mask = batch["attention_mask"]
+                if done == 0:
+                    hidden = self._embed(batch)
+                else:
+                    hidden = nn.utils.rnn.pad_sequence([states[i] for i in rows], batch_first=True)
+                hidden = self._layers(hidden, mask, done, layer)
+                batch_logits = self._score(index, hidden, mask).float().cpu().numpy()
+                logits[np.searchsorted(active, rows)] = batch_logits
+                for row, length, state in zip(rows, mask.sum(1).tolist(), hidden, strict=True):
+                    states[row] = state[:length]
+            scores[active] = index + 1 / (1 + np.exp(-logits))
+            done = layer
+            if index < len(alphas):
+                active = _survivors(active, logits, question_of[active], alphas[index])
+                keep = set(active.tolist())
+                states = [s if i in keep else None for i, s in enumerate(states)]
+        return scores, counts, evaluations
+
+
+def _survivors(
+    active: np.ndarray, logits: np.ndarray, questions: np.ndarray, alpha: float
+) -> np.ndarray:
+    """Per question, drop floor(alpha * k) of its k candidates with the lowest logits."""
+    keep = []
+    for question in np.unique(questions):
+        members = np.flatnonzero(questions == question)
+        dropped = math.floor(alpha * len(members))
+        ranked = members[np.argsort(-logits[members], kind="stable")]
+        keep.extend(active[ranked[: len(members) - dropped]])
+    return np.sort(np.array(keep, dtype=np.int64))
+
+
+def _question_packs(records: Sequence[As2Record], size: int) -> list[np.ndarray]:
+    """Row indices grouped into packs of whole questions with about ``size`` candidates each."""
+    by_question: dict[str, list[int]] = {}
+    for row, record in enumerate(records):
+        by_question.setdefault(record.question_id, []).append(row)
+    packs, current = [], []
+    for rows in by_question.values():
+        if current and len(current) + len(rows) > size:
+            packs.append(np.array(current))
+            current = []
+        current += rows
+    if current:
+        packs.append(np.array(current))
+    return packs

@@ -1,0 +1,129 @@
+"""What transformer AS2 rankers share: input segments, segment embeddings, saving.
+
+Pairwise input is ``[CLS] q [SEP] a [SEP]``; contextual input appends the
+previous and next sentence of the candidate as a third segment with its own
+segment id (SSP paper, section 3 and appendix D; Lauriola & Moschitti 2021).
+
+Backbones with two segment embeddings (BERT, MiniLM) get a third row for the
+context. The papers initialise the extended segment embeddings from scratch
+for RoBERTa/ELECTRA; for BERT-style backbones we keep the two pretrained rows
+and initialise the new one as a copy of the candidate row, so that before any
+training the context reads like more candidate text rather than noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from ctxsent.errors import InputError
+from ctxsent.io import atomic_path
+from ctxsent.models.backbones import DEFAULT_BACKBONE
+from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.models.segments import encode_segments, pad_batch
+from ctxsent.saving import write_manifest
+from ctxsent.tasks.as2_records import As2Record
+
+CONTEXT_SEGMENTS = 3
+_TOKENIZE_CHUNK = 4096  # records tokenised and length-sorted together at inference
+
+
+@dataclass
+class RankerConfig:
+    backbone: str = DEFAULT_BACKBONE
+    contextual: bool = False
+    max_length: int = 256
+
+
+def extend_segment_embeddings(model: nn.Module, num_segments: int) -> None:
+    """Grow the backbone's token-type embedding table to ``num_segments`` rows (in place)."""
+    embeddings = getattr(model.base_model, "embeddings", None)
+    table = getattr(embeddings, "token_type_embeddings", None)
+    if table is None:
+        raise InputError(
+            f"backbone {model.config.name_or_path!r} has no segment (token-type) embeddings, "
+            "which contextual input needs",
+            field="backbone",
+        )
+    old = table.weight.data
+    if old.shape[0] >= num_segments:
+        return
+    grown = nn.Embedding(num_segments, old.shape[1])
+    grown.weight.data[: old.shape[0]] = old
+    grown.weight.data[old.shape[0] :] = old[-1]
+    embeddings.token_type_embeddings = grown
+    model.config.type_vocab_size = num_segments
+    if hasattr(embeddings, "token_type_ids"):  # BERT caches an all-zero buffer of ids
+        embeddings.token_type_ids = torch.zeros_like(embeddings.token_type_ids)
+
+
+def quiet_transformers() -> None:
+    """Silence load-time progress bars and the expected "newly initialized head" notice."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+class TransformerRanker(As2Ranker, nn.Module):
+    """Base of the transformer rankers: ``model`` is the HF network, ``config`` a RankerConfig."""
+
+    kind: str
+
+    def __init__(self, model: nn.Module, tokenizer, config: RankerConfig) -> None:
+        nn.Module.__init__(self)
+        self.model = model
+        self.tokenizer = tokenizer
+        self.config = config
+        self.contextual = config.contextual
+        if config.contextual:
+            extend_segment_embeddings(model, CONTEXT_SEGMENTS)
+
+    def with_context(self, contextual: bool) -> TransformerRanker:
+        """Switch between pairwise and contextual input (e.g. TANDA from a pairwise transfer)."""
+        if contextual:
+            extend_segment_embeddings(self.model, CONTEXT_SEGMENTS)
+        self.config.contextual = self.contextual = contextual
+        return self
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def segments(self, records: Sequence[As2Record]) -> list[list[str]]:
+        """The text columns fed to the encoder: questions, candidates[, contexts]."""
+        columns = [[r.question for r in records], [r.candidate for r in records]]
+        if self.contextual:
+            columns.append([" ".join(filter(None, (r.previous, r.next))) for r in records])
+        return columns
+
+    def features(self, records: Sequence[As2Record]) -> dict[str, torch.Tensor]:
+        """A padded batch of model inputs for ``records`` (training collate)."""
+        encoded = encode_segments(self.tokenizer, self.segments(records), self.config.max_length)
+        return pad_batch(encoded, self.tokenizer.pad_token_id)
+
+    def encoded_chunks(
+        self, records: Sequence[As2Record]
+    ) -> Iterator[tuple[int, list[tuple[list[int], list[int]]], np.ndarray]]:
+        """``(offset, encoded, longest-first order)`` for chunks of records, for inference."""
+        for offset in range(0, len(records), _TOKENIZE_CHUNK):
+            chunk = records[offset : offset + _TOKENIZE_CHUNK]
+            encoded = encode_segments(self.tokenizer, self.segments(chunk), self.config.max_length)
+            yield offset, encoded, np.argsort([-len(ids) for ids, _ in encoded], kind="stable")
+
+    def save_pretrained(self, path: str | Path) -> Path:
+        """Write weights (safetensors), tokenizer and manifest atomically to ``path``."""
+        with atomic_path(path) as staged:
+            staged.mkdir()
+            self.save_weights(staged)
+            self.tokenizer.save_pretrained(staged)
+            write_manifest(staged, self.kind, asdict(self.config))
+        return Path(path)
+
+    def save_weights(self, folder: Path) -> None:
+        self.model.save_pretrained(folder, safe_serialization=True)

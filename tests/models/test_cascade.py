@@ -1,0 +1,116 @@
+import numpy as np
+import pytest
+import torch
+
+import ctxsent
+from ctxsent.errors import InputError
+from ctxsent.models.cascade import CascadeRanker, default_exits, resolve_alphas
+from ctxsent.models.segments import encode_segments, pad_batch
+from ctxsent.tasks.as2_records import As2Record
+
+
+def make_records(questions: int = 3, candidates: int = 10) -> list[As2Record]:
+    rng = np.random.default_rng(0)
+    words = "red green blue tower light keeper island lamp stone sea ship wreck".split()
+    return [
+        As2Record(
+            f"q{q}",
+            f"question {q} about {words[q]}?",
+            " ".join(rng.choice(words, size=int(rng.integers(2, 12)))),
+            int(c == 0),
+            "before " * int(rng.integers(0, 3)),
+        )
+        for q in range(questions)
+        for c in range(candidates)
+    ]
+
+
+@pytest.fixture
+def cascade(tiny_bert, tmp_path_factory):
+    """A 6-layer tiny cascade (exits 2..6) built from the 2-layer tiny BERT's tokenizer."""
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    folder = tmp_path_factory.mktemp("tiny6")
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=6,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tiny_bert).save_pretrained(folder)
+    return CascadeRanker.from_backbone(str(folder), contextual=True, max_length=64)
+
+
+def full_pass_logits(ranker: CascadeRanker, records: list[As2Record]) -> np.ndarray:
+    encoded = encode_segments(ranker.tokenizer, ranker.segments(records), 64)
+    with torch.inference_mode():
+        ranker.eval()
+        return ranker.forward_exits(pad_batch(encoded, 0))[-1].numpy()
+
+
+def test_default_exits_scale_the_papers_layers():
+    assert default_exits(12) == [4, 6, 8, 10, 12]
+    assert default_exits(6) == [2, 3, 4, 5, 6]
+    assert default_exits(24) == [8, 12, 16, 20, 24]
+
+
+def test_alpha_zero_equals_one_full_pass(cascade):
+    records = make_records()
+    scores = cascade.predict(records, batch_size=7, alpha=0.0)
+    expected = 4 + 1 / (1 + np.exp(-full_pass_logits(cascade, records).astype(np.float64)))
+    np.testing.assert_allclose(scores, expected, rtol=1e-4)
+    assert cascade.last_cost.relative == pytest.approx(1.0)
+
+
+def test_pruning_follows_the_paper_per_question_and_reuses_encodings(cascade):
+    records = make_records(questions=3, candidates=10)
+    scores = cascade.predict(records, batch_size=8, alpha=0.3)
+    # 10 -> 7 -> 5 -> 4 -> 3 candidates per question (floor(0.3 k) dropped at each exit)
+    assert cascade.last_cost.candidates_per_exit == [30, 21, 15, 12, 9]
+    assert cascade.last_cost.relative == pytest.approx((2 * 30 + 21 + 15 + 12 + 9) / (6 * 30))
+    survivors = scores >= 4
+    assert survivors.sum() == 9
+    final = full_pass_logits(cascade, records)
+    np.testing.assert_allclose(
+        scores[survivors] - 4, 1 / (1 + np.exp(-final[survivors].astype(np.float64))), rtol=1e-4
+    )
+    for q in range(3):  # every survivor outranks every dropped candidate of its question
+        rows = np.arange(q * 10, q * 10 + 10)
+        assert scores[rows][survivors[rows]].min() > scores[rows][~survivors[rows]].max()
+
+
+def test_per_exit_logits_and_final_exit_agree(cascade):
+    records = make_records(questions=2)
+    logits = cascade.predict_exits(records, batch_size=5)
+    assert logits.shape == (5, 20)
+    np.testing.assert_allclose(logits[-1], full_pass_logits(cascade, records), rtol=1e-4, atol=1e-5)
+
+
+def test_training_mode_samples_every_exit(cascade):
+    encoded = encode_segments(cascade.tokenizer, cascade.segments(make_records(1, 4)), 64)
+    batch = pad_batch(encoded, 0)
+    cascade.train()
+    torch.manual_seed(0)
+    seen = {tuple(cascade(batch).detach().numpy().round(5)) for _ in range(40)}
+    assert len(seen) >= 5  # different exits (and dropout) give different logits
+
+
+def test_save_load_round_trip_keeps_heads_and_alphas(cascade, tmp_path):
+    cascade.config.alphas = [0.3, 0.3, 0.2, 0.1]
+    cascade.save_pretrained(tmp_path / "ct")
+    loaded = ctxsent.load(tmp_path / "ct")
+    assert isinstance(loaded, CascadeRanker) and loaded.config.alphas == [0.3, 0.3, 0.2, 0.1]
+    records = make_records()
+    np.testing.assert_allclose(loaded.predict(records), cascade.predict(records), rtol=1e-5)
+
+
+def test_bad_alphas_are_rejected():
+    assert resolve_alphas(0.4, 5) == [0.4] * 4
+    with pytest.raises(InputError, match="field 'alpha'"):
+        resolve_alphas([0.1, 0.2], 5)
+    with pytest.raises(InputError, match="field 'alpha'"):
+        resolve_alphas(1.0, 5)
