@@ -25,6 +25,6 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     """A saved 2-layer, width-32 random BERT with MiniLM's tokenizer."""
-    from tiny_models import make_tiny_bert
+    from synthetic import make_tiny_bert
 
     return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))

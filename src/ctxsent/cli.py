@@ -35,6 +35,26 @@ ModelOption = Annotated[
     typer.Option(help="bm25 | bi-encoder[:BACKBONE] | a saved ctxsent ranker folder"),
 ]
 
+AlphaOption = Annotated[
+    str | None,
+    typer.Option(help="cascade drop rate, or one per non-final exit: 0.3 or 0.3,0.3,0.2,0.1"),
+]
+
+
+def apply_alpha(ranker, alpha: str | None) -> None:
+    """Set a cascade's drop rates from ``--alpha`` (an error for other rankers)."""
+    if alpha is None:
+        return
+    from ctxsent.models.cascade import CascadeRanker, resolve_alphas
+
+    if not isinstance(ranker, CascadeRanker):
+        raise InputError("--alpha applies to cascade models only", field="alpha")
+    try:
+        rates = [float(part) for part in alpha.split(",")]
+    except ValueError:
+        raise InputError(f"expected numbers, got {alpha!r}", field="alpha") from None
+    ranker.config.alphas = resolve_alphas(rates[0] if len(rates) == 1 else rates, len(ranker.heads))
+
 
 @app.command()
 def rank(
@@ -43,6 +63,7 @@ def rank(
     model: ModelOption = "bi-encoder",
     top_k: Annotated[int, typer.Option(help="answers to show per question")] = 3,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of text")] = False,
+    alpha: AlphaOption = None,
 ) -> None:
     """Answer questions over a document: split it into sentences, score each, show the best."""
     from ctxsent.io import open_text
@@ -54,6 +75,7 @@ def rank(
     except UnicodeDecodeError as err:
         raise InputError(f"not valid UTF-8 text ({err.reason})", path=document) from None
     ranker = load_ranker(model)
+    apply_alpha(ranker, alpha)
     results = {q: ranker.rank_document(q, text, top_k=top_k) for q in question}
     if as_json:
         payload = [
@@ -85,7 +107,7 @@ def demo(
         line for line in (EXAMPLES / "questions.txt").read_text().splitlines() if line.strip()
     ]
     typer.secho(f"model: {chosen}   document: {EXAMPLES / 'lighthouse.txt'}", dim=True)
-    rank(questions, EXAMPLES / "lighthouse.txt", model=chosen, top_k=2, as_json=False)
+    rank(questions, EXAMPLES / "lighthouse.txt", model=chosen, top_k=2, as_json=False, alpha=None)
 
 
 @finetune_app.command("as2")
@@ -101,8 +123,18 @@ def finetune_as2_command(
     dev_data: Annotated[
         str | None, typer.Option(help="select on another set's dev split (TANDA: the target)")
     ] = None,
+    cascade: Annotated[
+        bool, typer.Option(help="train a Cascade Transformer (an exit classifier per stage)")
+    ] = False,
     train_split: str = "train",
     dev_split: str = "dev",
+    train_clean: Annotated[
+        bool,
+        typer.Option(
+            help="train on questions with both labels (WikiQA: 873 of 2,118, as in the "
+            "Cascade paper, Table 1)"
+        ),
+    ] = True,
     dev_clean: Annotated[bool, typer.Option(help="select on the clean dev set")] = True,
     dev_questions: Annotated[
         int | None, typer.Option(help="evaluate on the first N dev questions only (large sets)")
@@ -124,6 +156,7 @@ def finetune_as2_command(
     seed: int = 42,
 ) -> None:
     """Fine-tune a cross-encoder AS2 ranker; early stopping on dev MAP; resumable."""
+    from ctxsent.models.cascade import CascadeRanker
     from ctxsent.models.cross_encoder import CrossEncoderRanker
     from ctxsent.saving import MANIFEST, load
     from ctxsent.tasks.as2_load import load_as2
@@ -131,6 +164,7 @@ def finetune_as2_command(
     from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2
 
     train = load_as2(data, train_split)
+    train = clean(train) if train_clean else train
     dev = load_as2(dev_data or data, dev_split)
     dev = clean(dev) if dev_clean else dev
     if dev_questions is not None:
@@ -139,7 +173,8 @@ def finetune_as2_command(
         ranker = load(init).with_context(contextual)
         ranker.config.max_length = max_length
     else:
-        ranker = CrossEncoderRanker.from_backbone(init, contextual, max_length)
+        kind = CascadeRanker if cascade else CrossEncoderRanker
+        ranker = kind.from_backbone(init, contextual, max_length)
     config = As2TrainConfig(
         learning_rate=lr,
         batch_size=batch_size,
@@ -167,6 +202,7 @@ def eval_as2(
         bool, typer.Option("--clean/--all", help="drop questions without both labels")
     ] = True,
     batch_size: int = 64,
+    alpha: AlphaOption = None,
 ) -> None:
     """Score an AS2 split and print MAP, MRR, P@1, nDCG@10, Hits@k as one JSON object."""
     from ctxsent.evaluation.as2_metrics import as2_metrics
@@ -179,6 +215,7 @@ def eval_as2(
     if not records:
         raise InputError(f"split {split!r} of {data} has no questions to evaluate", field="split")
     ranker = load_ranker(model)
+    apply_alpha(ranker, alpha)
     start = time.perf_counter()
     scores = ranker.predict(records, batch_size=batch_size, show_progress=sys.stderr.isatty())
     seconds = time.perf_counter() - start
@@ -193,6 +230,11 @@ def eval_as2(
         "seconds": round(seconds, 2),
         "pairs_per_second": round(len(records) / seconds, 1),
     }
+    cost = getattr(ranker, "last_cost", None)
+    if cost is not None:
+        report["alphas"] = ranker.config.alphas
+        report["relative_cost"] = round(cost.relative, 4)
+        report["candidates_per_exit"] = cost.candidates_per_exit
     typer.echo(json.dumps(report, indent=2))
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from ctxsent.tasks.as2_records import As2Record
+from synthetic import synthetic_as2
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -98,3 +99,38 @@ def test_rank_prints_the_best_sentence_first(tmp_path):
     [answer] = json.loads(result.stdout)[0]["answers"]
     assert answer["candidate"] == "The tower was first lit in 1874."
     assert answer["next"] == "Three keepers lived on the island."
+
+
+def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
+    data = tmp_path / "data"
+    write_as2_jsonl(synthetic_as2(32, seed=1), data / "train.jsonl")
+    write_as2_jsonl(synthetic_as2(8, seed=2), data / "dev.jsonl")
+    trained = run_cli(
+        "finetune",
+        "as2",
+        "--data",
+        f"squad-as2:{data}",
+        "--out",
+        str(tmp_path / "run"),
+        "--init",
+        str(tiny_bert),
+        "--cascade",
+        "--max-steps",
+        "4",
+        "--eval-every",
+        "2",
+        "--batch-size",
+        "8",
+        "--max-length",
+        "32",
+    )
+    assert trained.returncode == 0, trained.stderr
+    model = str(tmp_path / "run" / "model")
+    args = ["eval", "as2", "--model", model, "--data", f"squad-as2:{data}", "--split", "dev"]
+    report = json.loads(run_cli(*args, "--alpha", "0.5").stdout)
+    assert report["candidates_per_exit"] == [32, 16]  # 8 questions x 4 -> 2 kept each
+    assert report["relative_cost"] == pytest.approx((32 + 16) / (2 * 32))
+    full = json.loads(run_cli(*args, "--alpha", "0").stdout)
+    assert full["relative_cost"] == 1.0
+    wrong = run_cli(*args, "--alpha", "0.1,0.2")
+    assert wrong.returncode == 2 and "field 'alpha'" in wrong.stderr

@@ -11,7 +11,20 @@ from ctxsent.tasks.as2_records import As2Record
 
 def make_records(questions: int = 3, candidates: int = 10) -> list[As2Record]:
     rng = np.random.default_rng(0)
-    words = "red green blue tower light keeper island lamp stone sea ship wreck".split()
+    words = [
+        "red",
+        "green",
+        "blue",
+        "tower",
+        "light",
+        "keeper",
+        "island",
+        "lamp",
+        "stone",
+        "sea",
+        "ship",
+        "wreck",
+    ]
     return [
         As2Record(
             f"q{q}",

@@ -5,25 +5,9 @@ import pytest
 
 import ctxsent
 from ctxsent.models.cross_encoder import CrossEncoderRanker
-from ctxsent.tasks.as2_records import As2Record
 from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2, sample_negatives, triangular
 from ctxsent.training.sampling import LengthGroupedBatches, length_sorted_batches
-
-
-def synthetic_as2(questions: int, seed: int) -> list[As2Record]:
-    """Questions about a colour; only the positive candidate gives a reason ("because")."""
-    rng = np.random.default_rng(seed)
-    colours = ["red", "green", "blue", "yellow", "purple", "orange"]
-    records = []
-    for q in range(questions):
-        colour = colours[rng.integers(len(colours))]
-        others = [c for c in colours if c != colour]
-        answer = int(rng.integers(4))
-        for k in range(4):
-            word = others[rng.integers(len(others))]
-            text = f"it is {colour} because of dye." if k == answer else f"the box is {word}."
-            records.append(As2Record(f"q{q}", f"which one is {colour}?", text, int(k == answer)))
-    return records
+from synthetic import synthetic_as2
 
 
 def test_triangular_schedule_ramps_up_then_decays_to_zero():

@@ -1,0 +1,45 @@
+"""Test fixtures' raw material: tiny random backbones and synthetic AS2 data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ctxsent.tasks.as2_records import As2Record
+
+
+def make_tiny_bert(folder: Path, type_vocab_size: int = 2) -> Path:
+    """Save a randomly initialised 2-layer BERT (hidden 32) with MiniLM's WordPiece tokenizer."""
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from ctxsent.models.backbones import resolve_backbone
+
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=256,
+        type_vocab_size=type_vocab_size,
+    )
+    BertModel(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(resolve_backbone("minilm")).save_pretrained(folder)
+    return folder
+
+
+def synthetic_as2(questions: int, seed: int) -> list[As2Record]:
+    """Questions about a colour; only the positive candidate gives a reason ("because")."""
+    rng = np.random.default_rng(seed)
+    colours = ["red", "green", "blue", "yellow", "purple", "orange"]
+    records = []
+    for q in range(questions):
+        colour = colours[rng.integers(len(colours))]
+        others = [c for c in colours if c != colour]
+        answer = int(rng.integers(4))
+        for k in range(4):
+            word = others[rng.integers(len(others))]
+            text = f"it is {colour} because of dye." if k == answer else f"the box is {word}."
+            records.append(As2Record(f"q{q}", f"which one is {colour}?", text, int(k == answer)))
+    return records
