@@ -105,7 +105,7 @@ def model_fingerprint(spec: str) -> str:
         )
     parts = [CACHE_FORMAT, spec]
     root = Path(target)
-    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+    files = sorted(root.rglob("*")) if root.is_dir() else [root]
     for file in files:
         if file.is_file():
             stat = file.stat()
