@@ -18,16 +18,17 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import torch
 import typer
 
 from ctxsent.errors import InputError
-from ctxsent.evaluation.senteval import SETTINGS, Encoder, markdown_table, run_senteval
 from ctxsent.io import atomic_write
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.tasks.senteval import DEFAULT_TASKS, get_task, load_task
+
+if TYPE_CHECKING:  # the evaluator pulls in torch and scikit-learn: imported when run
+    from ctxsent.evaluation.senteval import Encoder
 
 DEFAULT_CACHE = Path.home() / ".cache" / "ctxsent" / "senteval"
 CACHE_FORMAT = "1"  # bump when an encoder's output for the same files changes
@@ -146,11 +147,15 @@ def senteval(
     ] = None,
 ) -> None:
     """Evaluate a sentence encoder on SentEval-style tasks: JSON on stdout, table on stderr."""
+    from ctxsent.evaluation.senteval import SETTINGS, markdown_table, run_senteval
+
     if setting not in SETTINGS:
         raise InputError(f"unknown setting {setting!r} (quick or literature)", field="setting")
     names = DEFAULT_TASKS if tasks.strip().lower() == "all" else tasks.split(",")
     loaded = [load_task(get_task(name.strip()), data) for name in names if name.strip()]
     if threads is not None:
+        import torch
+
         torch.set_num_threads(threads)
     encoder = load_encoder(model)
     report = run_senteval(
