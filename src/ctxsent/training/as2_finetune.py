@@ -94,9 +94,6 @@ class As2FineTuneModule(L.LightningModule):
         self.loss_fn = torch.nn.BCEWithLogitsLoss()
         self._dev_scores: list[tuple[torch.Tensor, torch.Tensor]] = []
 
-    def on_train_start(self) -> None:
-        self.ranker.train()  # HF loads models in eval mode, which would switch dropout off
-
     def on_train_epoch_start(self) -> None:
         if self.train_batches is not None:  # same batches after a resume as without one
             self.train_batches.set_epoch(self.current_epoch)
@@ -230,6 +227,7 @@ def finetune_as2(
         use_distributed_sampler=False,
     )
     last = out_dir / "checkpoints" / "last.ckpt"
+    ranker.train()  # HF loads models in eval mode, which would switch dropout off
     trainer.fit(module, train_loader, dev_loader, ckpt_path=str(last) if last.exists() else None)
     if not trainer.should_stop and trainer.global_step % eval_every:
         trainer.validate(module, dev_loader, verbose=False)
