@@ -6,7 +6,8 @@ the JSON reports the median pairs/s of each, their ratios, the largest score
 difference, and the MAP each one's scores give (ties pessimistic).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/as2_inference_speed.py \
-        --model runs/wikiqa-pairwise/model --data wikiqa:../shared/data/wikiqa --split test
+        --model runs/wikiqa-pairwise/model --data wikiqa:../shared/data/wikiqa --split test \
+        --questions 60
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import ctxsent
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.tasks.as2_load import load_as2
-from ctxsent.tasks.as2_records import clean
+from ctxsent.tasks.as2_records import clean, first_questions
 
 
 def main() -> None:
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--model", help="pairwise ctxsent cross-encoder folder (default: fresh)")
     parser.add_argument("--data", default="wikiqa:../shared/data/wikiqa")
     parser.add_argument("--split", default="test")
+    parser.add_argument("--questions", type=int, help="only the first N questions (whole)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
@@ -42,6 +44,8 @@ def main() -> None:
     from sentence_transformers import CrossEncoder
 
     records = clean(load_as2(args.data, args.split))
+    if args.questions:
+        records = first_questions(records, args.questions)
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.model
         if folder is None:
@@ -83,6 +87,7 @@ def main() -> None:
     report = {
         "data": args.data,
         "split": args.split,
+        "questions": len({r.question_id for r in records}),
         "pairs": len(pairs),
         "batch_size": args.batch_size,
         "threads": args.threads,
