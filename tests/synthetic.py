@@ -43,3 +43,32 @@ def synthetic_as2(questions: int, seed: int) -> list[As2Record]:
             text = f"it is {colour} because of dye." if k == answer else f"the box is {word}."
             records.append(As2Record(f"q{q}", f"which one is {colour}?", text, int(k == answer)))
     return records
+
+
+def make_records(questions: int = 3, candidates: int = 10) -> list[As2Record]:
+    rng = np.random.default_rng(0)
+    words = [
+        "red",
+        "green",
+        "blue",
+        "tower",
+        "light",
+        "keeper",
+        "island",
+        "lamp",
+        "stone",
+        "sea",
+        "ship",
+        "wreck",
+    ]
+    return [
+        As2Record(
+            f"q{q}",
+            f"question {q} about {words[q]}?",
+            " ".join(rng.choice(words, size=int(rng.integers(2, 12)))),
+            int(c == 0),
+            "before " * int(rng.integers(0, 3)),
+        )
+        for q in range(questions)
+        for c in range(candidates)
+    ]

@@ -23,10 +23,12 @@ from ctxsent.tasks.cli import app as data_app
 app = typer.Typer(no_args_is_help=True, help=__doc__.split("\n")[0], pretty_exceptions_enable=False)
 finetune_app = typer.Typer(no_args_is_help=True, help="Fine-tune rankers on labelled data.")
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluate rankers and sentence encoders.")
+cascade_app = typer.Typer(no_args_is_help=True, help="Cascade Transformer tools.")
 app.add_typer(corpus_app, name="corpus")
 app.add_typer(data_app, name="data", help="Build derived datasets (e.g. SQuAD -> AS2).")
 app.add_typer(finetune_app, name="finetune")
 app.add_typer(eval_app, name="eval")
+app.add_typer(cascade_app, name="cascade")
 eval_app.command("senteval")(senteval)
 
 EXAMPLES = Path(__file__).parent / "examples"
@@ -94,20 +96,20 @@ def rank(
 
 @app.command()
 def demo(
-    model: ModelOption = "",
+    model: Annotated[
+        str, typer.Option(help="bm25 | bi-encoder[:BACKBONE] | a saved ctxsent ranker folder")
+    ] = "bi-encoder",
 ) -> None:
     """Rank the sentences of a sample document for a few questions, on built-in defaults.
 
-    Uses the given ranker, else ``runs/demo/model`` if you trained one (README), else
-    the zero-shot MiniLM bi-encoder, which needs no training.
+    The default ranker is the zero-shot MiniLM bi-encoder: it needs no training and,
+    at CPU fine-tuning budgets, beat our fine-tuned cross-encoders (BENCHMARKS.md).
     """
-    trained = Path("runs/demo/model")
-    chosen = model or (str(trained) if (trained / "ctxsent.json").is_file() else "bi-encoder")
     questions = [
         line for line in (EXAMPLES / "questions.txt").read_text().splitlines() if line.strip()
     ]
-    typer.secho(f"model: {chosen}   document: {EXAMPLES / 'lighthouse.txt'}", dim=True)
-    rank(questions, EXAMPLES / "lighthouse.txt", model=chosen, top_k=2, as_json=False, alpha=None)
+    typer.secho(f"model: {model}   document: {EXAMPLES / 'lighthouse.txt'}", dim=True)
+    rank(questions, EXAMPLES / "lighthouse.txt", model=model, top_k=2, as_json=False, alpha=None)
 
 
 @finetune_app.command("as2")
@@ -235,6 +237,64 @@ def eval_as2(
         report["alphas"] = ranker.config.alphas
         report["relative_cost"] = round(cost.relative, 4)
         report["candidates_per_exit"] = cost.candidates_per_exit
+    typer.echo(json.dumps(report, indent=2))
+
+
+@cascade_app.command("tune")
+def cascade_tune(
+    model: Annotated[Path, typer.Option(help="a saved cascade folder")],
+    data: Annotated[str, typer.Option(help="NAME:PATH of the tuning set, e.g. wikiqa:DIR")],
+    budget: Annotated[float, typer.Option(help="max relative cost (1.0 = monolithic)")],
+    split: str = "dev",
+    metric: Annotated[str, typer.Option(help="map | mrr | p@1 | ndcg@10")] = "map",
+    search: Annotated[str, typer.Option(help="grid | greedy | both")] = "both",
+    plot: Annotated[Path | None, typer.Option(help="write accuracy vs cost as a PNG")] = None,
+    save: Annotated[bool, typer.Option(help="store the chosen rates in the model")] = True,
+    batch_size: int = 64,
+) -> None:
+    """Choose per-exit drop rates: most accurate on dev within a cost budget."""
+    from ctxsent.models.cascade import CascadeRanker
+    from ctxsent.models.cascade_tuning import (
+        best_within_budget,
+        greedy_search,
+        grid_search,
+        plot_settings,
+    )
+    from ctxsent.saving import load
+    from ctxsent.tasks.as2_load import load_as2
+    from ctxsent.tasks.as2_records import clean
+
+    if search not in ("grid", "greedy", "both"):
+        raise InputError(f"expected grid, greedy or both, got {search!r}", field="search")
+    ranker = load(model)
+    if not isinstance(ranker, CascadeRanker):
+        raise InputError("not a cascade model", path=model)
+    records = clean(load_as2(data, split if Path(data.partition(":")[2]).is_dir() else None))
+    if metric not in ("map", "mrr", "p@1", "ndcg@10"):
+        raise InputError(f"unknown metric {metric!r}", field="metric")
+    logits = ranker.predict_exits(records, batch_size=batch_size)
+    ids, labels = [r.question_id for r in records], [r.label for r in records]
+    depth, exits = ranker.model.config.num_hidden_layers, ranker.config.exits
+    settings = []
+    if search in ("grid", "both"):
+        settings += grid_search(logits, ids, labels, exits, depth)
+    if search in ("greedy", "both"):
+        settings += greedy_search(logits, ids, labels, exits, depth, budget, metric)
+    chosen = best_within_budget(settings, budget, metric)
+    if chosen is None:
+        raise InputError(f"no setting tried costs <= {budget}", field="budget")
+    if plot is not None:
+        plot_settings(settings, chosen, metric, plot)
+    if save:
+        ranker.config.alphas = list(chosen.alphas)
+        ranker.save_pretrained(model)
+    report = {
+        "alphas": list(chosen.alphas),
+        "relative_cost": round(chosen.relative_cost, 4),
+        "dev": chosen.metrics,
+        "settings_tried": len(settings),
+        "saved": save,
+    }
     typer.echo(json.dumps(report, indent=2))
 
 

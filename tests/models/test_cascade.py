@@ -7,55 +7,7 @@ from ctxsent.errors import InputError
 from ctxsent.models.cascade import CascadeRanker, default_exits, resolve_alphas
 from ctxsent.models.segments import encode_segments, pad_batch
 from ctxsent.tasks.as2_records import As2Record
-
-
-def make_records(questions: int = 3, candidates: int = 10) -> list[As2Record]:
-    rng = np.random.default_rng(0)
-    words = [
-        "red",
-        "green",
-        "blue",
-        "tower",
-        "light",
-        "keeper",
-        "island",
-        "lamp",
-        "stone",
-        "sea",
-        "ship",
-        "wreck",
-    ]
-    return [
-        As2Record(
-            f"q{q}",
-            f"question {q} about {words[q]}?",
-            " ".join(rng.choice(words, size=int(rng.integers(2, 12)))),
-            int(c == 0),
-            "before " * int(rng.integers(0, 3)),
-        )
-        for q in range(questions)
-        for c in range(candidates)
-    ]
-
-
-@pytest.fixture
-def cascade(tiny_bert, tmp_path_factory):
-    """A 6-layer tiny cascade (exits 2..6) built from the 2-layer tiny BERT's tokenizer."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    folder = tmp_path_factory.mktemp("tiny6")
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=6,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
-    torch.manual_seed(0)
-    BertModel(config).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(tiny_bert).save_pretrained(folder)
-    return CascadeRanker.from_backbone(str(folder), contextual=True, max_length=64)
+from synthetic import make_records
 
 
 def full_pass_logits(ranker: CascadeRanker, records: list[As2Record]) -> np.ndarray:

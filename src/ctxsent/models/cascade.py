@@ -282,13 +282,13 @@ class CascadeRanker(TransformerRanker):
             scores[active] = index + 1 / (1 + np.exp(-logits))
             done = layer
             if index < len(alphas):
-                active = _survivors(active, logits, question_of[active], alphas[index])
+                active = survivors(active, logits, question_of[active], alphas[index])
                 keep = set(active.tolist())
                 states = [s if i in keep else None for i, s in enumerate(states)]
         return scores, counts, evaluations
 
 
-def _survivors(
+def survivors(
     active: np.ndarray, logits: np.ndarray, questions: np.ndarray, alpha: float
 ) -> np.ndarray:
     """Per question, drop floor(alpha * k) of its k candidates with the lowest logits."""

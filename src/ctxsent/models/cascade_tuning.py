@@ -1,0 +1,164 @@
+"""Choosing a cascade's drop rates for a cost budget (the paper's future work).
+
+The paper tunes alpha by an exhaustive grid (section 5.5, Figure 2) and leaves
+choosing it for a target cost open (section 3, footnote 3). A candidate's
+partial score at an exit does not depend on which other candidates were
+dropped, so one alpha = 0 pass that records every exit's logits
+(:meth:`CascadeRanker.predict_exits`) lets any drop-rate setting be
+*simulated exactly*: its ranking, its metrics and its layer-candidate cost,
+without running the model again.
+
+Two searches over per-exit rates in {0.0, 0.1, ..., 0.6} (the paper's grid):
+``grid`` tries every combination; ``greedy`` starts from no dropping and keeps
+raising the one rate whose next step loses the least dev accuracy per unit of
+cost saved, until the budget is met. The most accurate setting within the
+budget wins.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.models.cascade import survivors
+
+PAPER_GRID = tuple(round(0.1 * i, 1) for i in range(7))
+
+
+@dataclass(frozen=True)
+class CascadeSetting:
+    alphas: tuple[float, ...]
+    relative_cost: float
+    metrics: dict
+
+
+def simulate_cascade(
+    exit_logits: np.ndarray,
+    question_ids: Sequence[str],
+    alphas: Sequence[float],
+    exits: Sequence[int],
+    depth: int,
+) -> tuple[np.ndarray, float]:
+    """Scores and relative cost that ``CascadeRanker.predict`` would give with ``alphas``."""
+    questions = np.unique(np.asarray(question_ids), return_inverse=True)[1]
+    scores = np.zeros(exit_logits.shape[1])
+    active = np.arange(exit_logits.shape[1])
+    evaluations, done = 0, 0
+    for index, layer in enumerate(exits):
+        evaluations += (layer - done) * len(active)
+        logits = exit_logits[index, active].astype(np.float64)
+        scores[active] = index + 1 / (1 + np.exp(-logits))
+        done = layer
+        if index < len(alphas):
+            active = survivors(active, logits, questions[active], alphas[index])
+    return scores, evaluations / (depth * exit_logits.shape[1])
+
+
+def evaluate_setting(
+    exit_logits: np.ndarray,
+    question_ids: Sequence[str],
+    labels: Sequence[int],
+    alphas: Sequence[float],
+    exits: Sequence[int],
+    depth: int,
+) -> CascadeSetting:
+    scores, cost = simulate_cascade(exit_logits, question_ids, alphas, exits, depth)
+    return CascadeSetting(tuple(alphas), cost, as2_metrics(question_ids, labels, scores))
+
+
+def grid_search(exit_logits, question_ids, labels, exits, depth, grid=PAPER_GRID):
+    """Every combination of per-exit rates from ``grid`` (paper, section 5.5)."""
+    return [
+        evaluate_setting(exit_logits, question_ids, labels, alphas, exits, depth)
+        for alphas in itertools.product(grid, repeat=len(exits) - 1)
+    ]
+
+
+def greedy_search(
+    exit_logits,
+    question_ids,
+    labels,
+    exits,
+    depth,
+    budget: float,
+    metric: str = "map",
+    grid=PAPER_GRID,
+):
+    """Raise one rate at a time, cheapest accuracy loss per cost saved first, to the budget."""
+    current = evaluate_setting(
+        exit_logits, question_ids, labels, [grid[0]] * (len(exits) - 1), exits, depth
+    )
+    path = [current]
+    while current.relative_cost > budget:
+        steps = []
+        for index, alpha in enumerate(current.alphas):
+            position = grid.index(alpha)
+            if position + 1 < len(grid):
+                alphas = list(current.alphas)
+                alphas[index] = grid[position + 1]
+                steps.append(
+                    evaluate_setting(exit_logits, question_ids, labels, alphas, exits, depth)
+                )
+        if not steps:
+            break
+        current = min(steps, key=lambda s: _loss_per_saving(current, s, metric))
+        path.append(current)
+    return path
+
+
+def _loss_per_saving(before: CascadeSetting, after: CascadeSetting, metric: str) -> float:
+    saved = before.relative_cost - after.relative_cost
+    lost = before.metrics[metric] - after.metrics[metric]
+    return lost / saved if saved > 0 else float("inf")
+
+
+def best_within_budget(
+    settings: Sequence[CascadeSetting], budget: float, metric: str = "map"
+) -> CascadeSetting | None:
+    """The most accurate setting whose cost is within ``budget`` (ties: cheaper first)."""
+    fitting = [s for s in settings if s.relative_cost <= budget + 1e-12]
+    return max(fitting, key=lambda s: (s.metrics[metric], -s.relative_cost), default=None)
+
+
+def plot_settings(
+    settings: Sequence[CascadeSetting], chosen: CascadeSetting | None, metric: str, path
+) -> None:
+    """Accuracy against relative cost for every setting tried (the paper's Figure 2)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 4))
+    axes.scatter(
+        [s.relative_cost for s in settings], [s.metrics[metric] for s in settings], s=6, alpha=0.5
+    )
+    for alpha in (0.3, 0.4, 0.5):
+        uniform = [s for s in settings if set(s.alphas) == {alpha}]
+        if uniform:
+            axes.scatter(
+                uniform[0].relative_cost,
+                uniform[0].metrics[metric],
+                marker="^",
+                s=60,
+                label=f"alpha = {alpha} at every exit",
+            )
+    if chosen is not None:
+        axes.scatter(
+            chosen.relative_cost,
+            chosen.metrics[metric],
+            marker="*",
+            s=160,
+            c="red",
+            label=f"chosen {list(chosen.alphas)}",
+        )
+    axes.set_xlabel("relative cost (layer-candidate evaluations / monolithic)")
+    axes.set_ylabel(f"dev {metric.upper()}")
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
