@@ -9,8 +9,8 @@ import numpy as np
 from ctxsent.tasks.as2_records import As2Record
 
 
-def make_tiny_bert(folder: Path, type_vocab_size: int = 2) -> Path:
-    """Save a randomly initialised 2-layer BERT (hidden 32) with MiniLM's WordPiece tokenizer."""
+def make_tiny_bert(folder: Path, type_vocab_size: int = 2, layers: int = 2) -> Path:
+    """Save a randomly initialised BERT (hidden 32, 2 layers) with MiniLM's WordPiece tokenizer."""
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     from ctxsent.models.backbones import resolve_backbone
@@ -18,7 +18,7 @@ def make_tiny_bert(folder: Path, type_vocab_size: int = 2) -> Path:
     config = BertConfig(
         vocab_size=30522,
         hidden_size=32,
-        num_hidden_layers=2,
+        num_hidden_layers=layers,
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=256,

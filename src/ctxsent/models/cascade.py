@@ -34,8 +34,13 @@ from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
-from ctxsent.models.transformer_ranker import RankerConfig, TransformerRanker, quiet_transformers
-from ctxsent.saving import read_manifest, register_model
+from ctxsent.models.transformer_ranker import (
+    RankerConfig,
+    TransformerRanker,
+    load_folder,
+    quiet_transformers,
+)
+from ctxsent.saving import register_model
 from ctxsent.tasks.as2_records import As2Record
 
 PAPER_EXIT_FRACTIONS = (4 / 12, 6 / 12, 8 / 12, 10 / 12, 12 / 12)
@@ -128,20 +133,20 @@ class CascadeRanker(TransformerRanker):
     @classmethod
     def from_pretrained(cls, path: str | Path) -> CascadeRanker:
         from safetensors.torch import load_file
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoModel
 
-        manifest = read_manifest(path)
-        quiet_transformers()
-        if manifest["kind"] != "cascade":
-            raise ModelFolderError(f"holds a {manifest['kind']!r}, not a cascade", path=path)
-        try:
-            model = AutoModel.from_pretrained(path, use_safetensors=True, add_pooling_layer=False)
-            tokenizer = AutoTokenizer.from_pretrained(path)
-            heads = load_file(Path(path) / HEADS_FILE)
-        except (OSError, ValueError) as err:
-            raise ModelFolderError(f"cannot load weights or tokenizer: {err}", path=path) from None
+        manifest, model, tokenizer = load_folder(
+            path,
+            "cascade",
+            lambda folder: AutoModel.from_pretrained(
+                folder, use_safetensors=True, add_pooling_layer=False
+            ),
+        )
+        heads_path = Path(path) / HEADS_FILE
+        if not heads_path.is_file():
+            raise ModelFolderError(f"missing {HEADS_FILE}", path=path)
         ranker = cls(model, tokenizer, CascadeConfig(**manifest["config"]))
-        ranker.heads.load_state_dict(heads)
+        ranker.heads.load_state_dict(load_file(heads_path))
         return ranker
 
     def save_weights(self, folder: Path) -> None:

@@ -14,12 +14,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxsent.errors import ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.precision import autocast_context, quantize_int8, resolve_precision
 from ctxsent.models.segments import pad_batch
-from ctxsent.models.transformer_ranker import RankerConfig, TransformerRanker, quiet_transformers
-from ctxsent.saving import read_manifest, register_model
+from ctxsent.models.transformer_ranker import (
+    RankerConfig,
+    TransformerRanker,
+    load_folder,
+    quiet_transformers,
+)
+from ctxsent.saving import register_model
 from ctxsent.tasks.as2_records import As2Record
 
 
@@ -48,17 +52,15 @@ class CrossEncoderRanker(TransformerRanker):
     @classmethod
     def from_pretrained(cls, path: str | Path) -> CrossEncoderRanker:
         """Load a saved ranker folder (safetensors only)."""
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
 
-        manifest = read_manifest(path)
-        quiet_transformers()
-        if manifest["kind"] != "cross-encoder":
-            raise ModelFolderError(f"holds a {manifest['kind']!r}, not a cross-encoder", path=path)
-        try:
-            model = AutoModelForSequenceClassification.from_pretrained(path, use_safetensors=True)
-            tokenizer = AutoTokenizer.from_pretrained(path)
-        except (OSError, ValueError) as err:
-            raise ModelFolderError(f"cannot load weights or tokenizer: {err}", path=path) from None
+        manifest, model, tokenizer = load_folder(
+            path,
+            "cross-encoder",
+            lambda folder: AutoModelForSequenceClassification.from_pretrained(
+                folder, use_safetensors=True
+            ),
+        )
         return cls(model, tokenizer, RankerConfig(**manifest["config"]))
 
     def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -21,12 +21,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.io import atomic_path
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.segments import encode_segments, pad_batch
-from ctxsent.saving import write_manifest
+from ctxsent.saving import read_manifest, write_manifest
 from ctxsent.tasks.as2_records import As2Record
 
 CONTEXT_SEGMENTS = 3
@@ -68,6 +68,20 @@ def quiet_transformers() -> None:
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+
+
+def load_folder(path: str | Path, kind: str, load_model) -> tuple[dict, nn.Module, object]:
+    """Manifest, network (``load_model(path)``) and tokenizer of a saved ``kind`` folder."""
+    from transformers import AutoTokenizer
+
+    manifest = read_manifest(path)
+    if manifest["kind"] != kind:
+        raise ModelFolderError(f"holds a {manifest['kind']!r}, not a {kind}", path=path)
+    quiet_transformers()
+    try:
+        return manifest, load_model(path), AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as err:
+        raise ModelFolderError(f"cannot load weights or tokenizer: {err}", path=path) from None
 
 
 class TransformerRanker(As2Ranker, nn.Module):
