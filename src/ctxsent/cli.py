@@ -58,6 +58,18 @@ def apply_alpha(ranker, alpha: str | None) -> None:
     ranker.config.alphas = resolve_alphas(rates[0] if len(rates) == 1 else rates, len(ranker.heads))
 
 
+def evaluation_records(data: str, split: str, clean_questions: bool):
+    """Records of ``split`` of a folder spec (a file spec is one split), cleaned if asked."""
+    from ctxsent.tasks.as2_load import load_as2
+    from ctxsent.tasks.as2_records import clean
+
+    records = load_as2(data, split if Path(data.partition(":")[2]).is_dir() else None)
+    records = clean(records) if clean_questions else records
+    if not records:
+        raise InputError(f"split {split!r} of {data} has no questions to evaluate", field="split")
+    return records
+
+
 @app.command()
 def rank(
     question: Annotated[list[str], typer.Option(help="a question (repeat for several)")],
@@ -68,14 +80,10 @@ def rank(
     alpha: AlphaOption = None,
 ) -> None:
     """Answer questions over a document: split it into sentences, score each, show the best."""
-    from ctxsent.io import open_text
+    from ctxsent.io import read_lines
     from ctxsent.models.baseline_rankers import load_ranker
 
-    try:
-        with open_text(document) as handle:
-            text = handle.read()
-    except UnicodeDecodeError as err:
-        raise InputError(f"not valid UTF-8 text ({err.reason})", path=document) from None
+    text = "\n".join(line for _, line in read_lines(document))
     ranker = load_ranker(model)
     apply_alpha(ranker, alpha)
     results = {q: ranker.rank_document(q, text, top_k=top_k) for q in question}
@@ -160,7 +168,7 @@ def finetune_as2_command(
     """Fine-tune a cross-encoder AS2 ranker; early stopping on dev MAP; resumable."""
     from ctxsent.models.cascade import CascadeRanker
     from ctxsent.models.cross_encoder import CrossEncoderRanker
-    from ctxsent.saving import MANIFEST, load
+    from ctxsent.saving import is_model_folder, load
     from ctxsent.tasks.as2_load import load_as2
     from ctxsent.tasks.as2_records import clean, first_questions
     from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2
@@ -171,7 +179,7 @@ def finetune_as2_command(
     dev = clean(dev) if dev_clean else dev
     if dev_questions is not None:
         dev = first_questions(dev, dev_questions)
-    if (Path(init) / MANIFEST).is_file():
+    if is_model_folder(init):
         ranker = load(init).with_context(contextual)
         ranker.config.max_length = max_length
     else:
@@ -209,13 +217,8 @@ def eval_as2(
     """Score an AS2 split and print MAP, MRR, P@1, nDCG@10, Hits@k as one JSON object."""
     from ctxsent.evaluation.as2_metrics import as2_metrics
     from ctxsent.models.baseline_rankers import load_ranker
-    from ctxsent.tasks.as2_load import load_as2
-    from ctxsent.tasks.as2_records import clean
 
-    records = load_as2(data, split if Path(data.partition(":")[2]).is_dir() else None)
-    records = clean(records) if clean_questions else records
-    if not records:
-        raise InputError(f"split {split!r} of {data} has no questions to evaluate", field="split")
+    records = evaluation_records(data, split, clean_questions)
     ranker = load_ranker(model)
     apply_alpha(ranker, alpha)
     start = time.perf_counter()
@@ -261,17 +264,15 @@ def cascade_tune(
         plot_settings,
     )
     from ctxsent.saving import load
-    from ctxsent.tasks.as2_load import load_as2
-    from ctxsent.tasks.as2_records import clean
 
     if search not in ("grid", "greedy", "both"):
         raise InputError(f"expected grid, greedy or both, got {search!r}", field="search")
+    if metric not in ("map", "mrr", "p@1", "ndcg@10"):
+        raise InputError(f"unknown metric {metric!r}", field="metric")
     ranker = load(model)
     if not isinstance(ranker, CascadeRanker):
         raise InputError("not a cascade model", path=model)
-    records = clean(load_as2(data, split if Path(data.partition(":")[2]).is_dir() else None))
-    if metric not in ("map", "mrr", "p@1", "ndcg@10"):
-        raise InputError(f"unknown metric {metric!r}", field="metric")
+    records = evaluation_records(data, split, clean_questions=True)
     logits = ranker.predict_exits(records, batch_size=batch_size)
     ids, labels = [r.question_id for r in records], [r.label for r in records]
     depth, exits = ranker.model.config.num_hidden_layers, ranker.config.exits

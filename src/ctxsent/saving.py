@@ -32,6 +32,11 @@ def register_model(kind: str):
     return decorate
 
 
+def is_model_folder(path: str | Path) -> bool:
+    """Whether ``path`` is a folder with a ctxsent manifest (not yet checked for validity)."""
+    return (Path(path) / MANIFEST).is_file()
+
+
 def write_manifest(folder: Path, kind: str, config: dict) -> None:
     (folder / MANIFEST).write_text(
         json.dumps({"kind": kind, "format": FORMAT_VERSION, "config": config}, indent=2) + "\n"

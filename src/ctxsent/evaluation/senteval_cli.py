@@ -25,6 +25,7 @@ import typer
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_write
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.saving import is_model_folder
 from ctxsent.tasks.senteval import DEFAULT_TASKS, get_task, load_task
 
 if TYPE_CHECKING:  # the evaluator pulls in torch and scikit-learn: imported when run
@@ -53,7 +54,7 @@ def load_encoder(spec: str) -> Encoder:
 
         return SentenceTransformer(resolve_backbone(spec.removeprefix("st:")))
     path = Path(spec)
-    if path.is_dir() and _is_ctxsent_folder(path):
+    if is_model_folder(path):
         return _load_ctxsent_encoder(path)
     if path.is_dir() and not (path / "config.json").is_file():
         raise InputError(
@@ -71,12 +72,6 @@ def load_encoder(spec: str) -> Encoder:
             f"folder, or a reachable hub id ({err})",
             field="model",
         ) from None
-
-
-def _is_ctxsent_folder(path: Path) -> bool:
-    from ctxsent.saving import MANIFEST
-
-    return (path / MANIFEST).is_file()
 
 
 def _load_ctxsent_encoder(path: Path) -> Encoder:

@@ -94,9 +94,7 @@ class TransformerRanker(As2Ranker, nn.Module):
         self.model = model
         self.tokenizer = tokenizer
         self.config = config
-        self.contextual = config.contextual
-        if config.contextual:
-            extend_segment_embeddings(model, CONTEXT_SEGMENTS)
+        self.with_context(config.contextual)
 
     def with_context(self, contextual: bool) -> TransformerRanker:
         """Switch between pairwise and contextual input (e.g. TANDA from a pairwise transfer)."""

@@ -87,7 +87,8 @@ class As2FineTuneModule(L.LightningModule):
         super().__init__()
         self.ranker = ranker
         self.config = config
-        self.dev_records = list(dev_records)
+        self.dev_question_ids = [r.question_id for r in dev_records]
+        self.dev_labels = [r.label for r in dev_records]
         self.out_dir = out_dir
         self.train_batches = train_batches
         self.best_dev_map = -math.inf
@@ -112,11 +113,9 @@ class As2FineTuneModule(L.LightningModule):
         indices = torch.cat([i for i, _ in self._dev_scores]).cpu().numpy()
         logits = torch.cat([s for _, s in self._dev_scores]).cpu().numpy()
         self._dev_scores.clear()
-        scores = np.empty(len(self.dev_records), dtype=np.float32)
+        scores = np.empty(len(self.dev_labels), dtype=np.float32)
         scores[indices] = logits
-        metrics = as2_metrics(
-            [r.question_id for r in self.dev_records], [r.label for r in self.dev_records], scores
-        )
+        metrics = as2_metrics(self.dev_question_ids, self.dev_labels, scores)
         self.log("dev_map", metrics["map"], prog_bar=True)
         self.log("dev_mrr", metrics["mrr"])
         self.log("dev_p1", metrics["p@1"])
@@ -169,8 +168,8 @@ def _loader(ranker: CrossEncoderRanker, records: Sequence[As2Record], batch_samp
     return DataLoader(range(len(records)), batch_sampler=batch_sampler, collate_fn=collate)
 
 
-def _token_lengths(records: Sequence[As2Record]) -> list[int]:
-    """Cheap length proxy for grouping: characters of question, candidate and context."""
+def _char_lengths(records: Sequence[As2Record]) -> list[int]:
+    """Cheap proxy of token length for grouping: characters of question, candidate, context."""
     return [len(r.question) + len(r.candidate) + len(r.previous) + len(r.next) for r in records]
 
 
@@ -192,10 +191,10 @@ def finetune_as2(
     L.seed_everything(config.seed, verbose=False)
     train = sample_negatives(train, config.max_negatives_per_question, config.seed)
 
-    train_batches = LengthGroupedBatches(_token_lengths(train), config.batch_size, config.seed)
+    train_batches = LengthGroupedBatches(_char_lengths(train), config.batch_size, config.seed)
     train_loader = _loader(ranker, train, train_batches)
     dev_loader = _loader(
-        ranker, dev, length_sorted_batches(_token_lengths(dev), config.eval_batch_size)
+        ranker, dev, length_sorted_batches(_char_lengths(dev), config.eval_batch_size)
     )
     module = As2FineTuneModule(ranker, config, dev, out_dir, train_batches)
     checkpoints = L.pytorch.callbacks.ModelCheckpoint(
