@@ -1,1 +1,1 @@
-"""objectives stage of ctxsent."""
+"""Self-supervised objectives: example builders, collators and losses."""
