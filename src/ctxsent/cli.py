@@ -44,18 +44,18 @@ AlphaOption = Annotated[
 
 
 def apply_alpha(ranker, alpha: str | None) -> None:
-    """Set a cascade's drop rates from ``--alpha`` (an error for other rankers)."""
+    """Set a staged ranker's drop rates from ``--alpha`` (an error for other rankers)."""
     if alpha is None:
         return
-    from ctxsent.models.cascade import CascadeRanker, resolve_alphas
+    from ctxsent.models.cascade import resolve_alphas
 
-    if not isinstance(ranker, CascadeRanker):
-        raise InputError("--alpha applies to cascade models only", field="alpha")
+    if not hasattr(ranker, "num_stages"):
+        raise InputError("--alpha applies to cascade and sequential models only", field="alpha")
     try:
         rates = [float(part) for part in alpha.split(",")]
     except ValueError:
         raise InputError(f"expected numbers, got {alpha!r}", field="alpha") from None
-    ranker.config.alphas = resolve_alphas(rates[0] if len(rates) == 1 else rates, len(ranker.heads))
+    ranker.alphas = resolve_alphas(rates[0] if len(rates) == 1 else rates, ranker.num_stages)
 
 
 def evaluation_records(data: str, split: str, clean_questions: bool):
@@ -136,6 +136,10 @@ def finetune_as2_command(
     cascade: Annotated[
         bool, typer.Option(help="train a Cascade Transformer (an exit classifier per stage)")
     ] = False,
+    layers: Annotated[
+        int | None,
+        typer.Option(help="keep only the first N encoder layers (truncated monolithic model)"),
+    ] = None,
     train_split: str = "train",
     dev_split: str = "dev",
     train_clean: Annotated[
@@ -183,8 +187,12 @@ def finetune_as2_command(
         ranker = load(init).with_context(contextual)
         ranker.config.max_length = max_length
     else:
-        kind = CascadeRanker if cascade else CrossEncoderRanker
-        ranker = kind.from_backbone(init, contextual, max_length)
+        if cascade and layers is not None:
+            raise InputError("--layers applies to cross-encoders, not --cascade", field="layers")
+        if cascade:
+            ranker = CascadeRanker.from_backbone(init, contextual, max_length)
+        else:
+            ranker = CrossEncoderRanker.from_backbone(init, contextual, max_length, layers)
     config = As2TrainConfig(
         learning_rate=lr,
         batch_size=batch_size,
@@ -237,7 +245,7 @@ def eval_as2(
     }
     cost = getattr(ranker, "last_cost", None)
     if cost is not None:
-        report["alphas"] = ranker.config.alphas
+        report["alphas"] = ranker.alphas
         report["relative_cost"] = round(cost.relative, 4)
         report["candidates_per_exit"] = cost.candidates_per_exit
     typer.echo(json.dumps(report, indent=2))
@@ -296,6 +304,25 @@ def cascade_tune(
         "settings_tried": len(settings),
         "saved": save,
     }
+    typer.echo(json.dumps(report, indent=2))
+
+
+@cascade_app.command("sequential")
+def cascade_sequential(
+    stage: Annotated[
+        list[Path], typer.Option(help="a saved ranker per stage, shallowest first (repeat)")
+    ],
+    out: Annotated[Path, typer.Option(help="folder for the Sequential Ranker")],
+    alpha: AlphaOption = None,
+) -> None:
+    """Chain independently trained rankers into the Sequential Ranker baseline (paper 4.2)."""
+    from ctxsent.models.sequential import SequentialRanker
+
+    ranker = SequentialRanker.assemble(stage, out)
+    if alpha is not None:
+        apply_alpha(ranker, alpha)
+        ranker.save_pretrained(out)
+    report = {"model": str(out), "depths": ranker.depths, "alphas": ranker.alphas}
     typer.echo(json.dumps(report, indent=2))
 
 

@@ -67,8 +67,8 @@ def read_manifest(folder: str | Path) -> dict:
             path=manifest_path,
             field="format",
         )
-    weights = list(folder.glob("*.safetensors"))
-    if not weights:
+    weights = list(folder.glob("*.safetensors")) or list(folder.glob("*/*.safetensors"))
+    if not weights:  # composite models (e.g. the Sequential Ranker) keep them in sub-folders
         raise ModelFolderError("no safetensors weights in the folder", path=folder)
     return manifest
 
@@ -91,3 +91,4 @@ def _import_model_modules() -> None:
     """Import the modules whose classes register themselves."""
     import ctxsent.models.cascade  # noqa: F401
     import ctxsent.models.cross_encoder  # noqa: F401
+    import ctxsent.models.sequential  # noqa: F401

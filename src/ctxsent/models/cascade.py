@@ -113,6 +113,20 @@ class CascadeRanker(TransformerRanker):
         self.heads = nn.ModuleList(exit_classifier(width) for _ in config.exits)
         self.last_cost: CascadeCost | None = None
 
+    @property
+    def num_stages(self) -> int:
+        """Number of classifiers; ``alphas`` holds one drop rate per stage but the last."""
+        return len(self.heads)
+
+    @property
+    def alphas(self) -> list[float]:
+        """Default drop rates of ``predict``, one per stage but the last (saved in the config)."""
+        return self.config.alphas
+
+    @alphas.setter
+    def alphas(self, rates: Sequence[float]) -> None:
+        self.config.alphas = resolve_alphas(list(rates), self.num_stages)
+
     # -- construction and persistence -------------------------------------------------
     @classmethod
     def from_backbone(
@@ -202,20 +216,25 @@ class CascadeRanker(TransformerRanker):
 
     # -- cascaded inference ------------------------------------------------------------
     @torch.inference_mode()
-    def predict_exits(self, records: Sequence[As2Record], batch_size: int = 64) -> np.ndarray:
-        """Logits of every classifier for every record, ``(exits, records)``: alpha = 0.
+    def predict_exits(
+        self, records: Sequence[As2Record], batch_size: int = 64, upto: int | None = None
+    ) -> np.ndarray:
+        """Logits of classifiers 0..``upto`` (default: all) for every record: alpha = 0.
 
-        Each row is the ranking of one exit used as a model of its own (paper, Table 2).
+        Returns ``(exits, records)``; each row is the ranking of one exit used as
+        a model of its own (paper, Table 2). Only the layers up to exit ``upto`` run.
         """
         from ctxsent.models.segments import pad_batch
 
         self.eval()
-        logits = np.empty((len(self.heads), len(records)), dtype=np.float32)
+        upto = self.num_stages - 1 if upto is None else upto
+        logits = np.empty((upto + 1, len(records)), dtype=np.float32)
         for offset, encoded, order in self.encoded_chunks(records):
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 batch = pad_batch([encoded[i] for i in rows], self.tokenizer.pad_token_id)
-                outputs = self.forward_exits({k: v.to(self.device) for k, v in batch.items()})
+                features = {k: v.to(self.device) for k, v in batch.items()}
+                outputs = self.forward_exits(features, upto)
                 for index, exit_logits in enumerate(outputs):
                     logits[index, offset + rows] = exit_logits.float().cpu().numpy()
         return logits
@@ -235,7 +254,7 @@ class CascadeRanker(TransformerRanker):
         ranking described in the module docstring. ``self.last_cost`` holds the
         layer-candidate cost of the call.
         """
-        alphas = resolve_alphas(self.config.alphas if alpha is None else alpha, len(self.heads))
+        alphas = resolve_alphas(self.config.alphas if alpha is None else alpha, self.num_stages)
         self.eval()
         scores = np.empty(len(records), dtype=np.float64)
         per_exit = [0] * len(self.config.exits)
@@ -284,13 +303,21 @@ class CascadeRanker(TransformerRanker):
                 logits[np.searchsorted(active, rows)] = batch_logits
                 for row, length, state in zip(rows, mask.sum(1).tolist(), hidden, strict=True):
                     states[row] = state[:length]
-            scores[active] = index + 1 / (1 + np.exp(-logits))
+            scores[active] = stage_scores(index, logits)
             done = layer
             if index < len(alphas):
                 active = survivors(active, logits, question_of[active], alphas[index])
                 keep = set(active.tolist())
                 states = [s if i in keep else None for i, s in enumerate(states)]
         return scores, counts, evaluations
+
+
+def stage_scores(stage: int, logits: np.ndarray) -> np.ndarray:
+    """Ranking scores of candidates last scored at ``stage``: stage index + sigmoid(logit).
+
+    Candidates that reached a later stage always outrank those dropped earlier.
+    """
+    return stage + 1 / (1 + np.exp(-np.asarray(logits, dtype=np.float64)))
 
 
 def survivors(

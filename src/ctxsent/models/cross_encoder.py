@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ctxsent.errors import InputError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.precision import autocast_context, quantize_int8, resolve_precision
 from ctxsent.models.segments import pad_batch
@@ -38,14 +39,28 @@ class CrossEncoderRanker(TransformerRanker):
 
     @classmethod
     def from_backbone(
-        cls, backbone: str = DEFAULT_BACKBONE, contextual: bool = False, max_length: int = 256
+        cls,
+        backbone: str = DEFAULT_BACKBONE,
+        contextual: bool = False,
+        max_length: int = 256,
+        layers: int | None = None,
     ) -> CrossEncoderRanker:
-        """A fresh ranker: pretrained encoder, new one-logit head."""
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        """A fresh ranker: pretrained encoder, new one-logit head.
+
+        ``layers`` keeps only the first ``layers`` transformer layers (the
+        truncated monolithic models of the Cascade paper, section 4.2).
+        """
+        from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
         path = resolve_backbone(backbone)
         quiet_transformers()
-        model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+        options = {"num_labels": 1}
+        if layers is not None:
+            depth = AutoConfig.from_pretrained(path).num_hidden_layers
+            if not 1 <= layers <= depth:
+                raise InputError(f"layers must be in 1..{depth}, got {layers}", field="layers")
+            options["num_hidden_layers"] = layers
+        model = AutoModelForSequenceClassification.from_pretrained(path, **options)
         tokenizer = AutoTokenizer.from_pretrained(path)
         return cls(model, tokenizer, RankerConfig(backbone, contextual, max_length))
 

@@ -1,0 +1,165 @@
+"""Cascade paper Table 3 at our scale, in one run: quality, cost and measured speed.
+
+Rows: monolithic models truncated to 2..6 layers (alpha 0), each cascade
+classifier used alone (alpha 0, paper Table 2), the Sequential Ranker (the
+monolithic models chained, section 4.2) and the full cascade at each alpha.
+Every row reports MAP, MRR, P@1, nDCG@10 (ties pessimistic), relative cost
+(layer-candidate evaluations / the 6-layer model's) and candidates/s measured
+in this process; rows that are compared (cascade vs monolithic-6 vs
+sequential at one alpha) run back to back, each ``--repeats`` times (median).
+Models come from ``benchmarks/cascade_train.sh``.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cascade_table3.py \
+        --runs runs/table3 --data squad-as2:runs/squad-as2-small --questions 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+import ctxsent
+from ctxsent.cli import evaluation_records
+from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.models.sequential import SequentialRanker
+from ctxsent.tasks.as2_records import first_questions
+
+METRICS = ("map", "mrr", "p@1", "ndcg@10")
+
+
+def measure(name, run, records, repeats, cost=None):
+    """Run ``run()`` ``repeats`` times; metrics of its scores, median seconds, cost."""
+    seconds, scores, measured_cost = [], None, cost
+    for _ in range(repeats):
+        start = time.perf_counter()
+        scores, measured_cost = run()
+        seconds.append(time.perf_counter() - start)
+    metrics = as2_metrics([r.question_id for r in records], [r.label for r in records], scores)
+    median = statistics.median(seconds)
+    row = {"model": name, **{m: round(metrics[m], 4) for m in METRICS}}
+    row["relative_cost"] = round(measured_cost if cost is None else cost, 4)
+    row["seconds"] = round(median, 2)
+    row["candidates_per_second"] = round(len(records) / median, 1)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=Path, default=Path("runs/table3"))
+    parser.add_argument("--data", default="squad-as2:runs/squad-as2-small")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--questions", type=int, help="only the first N clean questions")
+    parser.add_argument("--alphas", type=float, nargs="+", default=[0.3, 0.4, 0.5])
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    records = evaluation_records(args.data, args.split, clean_questions=True)
+    if args.questions:
+        records = first_questions(records, args.questions)
+    mono = {
+        int(folder.name.removeprefix("mono-")): ctxsent.load(folder / "model")
+        for folder in sorted(args.runs.glob("mono-*"))
+    }
+    cascade = ctxsent.load(args.runs / "cascade" / "model")
+    depth = cascade.model.config.num_hidden_layers
+    sequential = SequentialRanker([mono[k] for k in sorted(mono)])
+    bs = args.batch_size
+
+    def plain(ranker):
+        return lambda: (ranker.predict(records, batch_size=bs), None)
+
+    def staged(ranker, alpha):
+        def run():
+            scores = ranker.predict(records, batch_size=bs, alpha=alpha)
+            return scores, ranker.last_cost.relative
+
+        return run
+
+    def exit_only(index):
+        return lambda: (cascade.predict_exits(records, batch_size=bs, upto=index)[index], None)
+
+    rows = []
+    for layers in sorted(mono):
+        rows.append(
+            measure(
+                f"monolithic-{layers}",
+                plain(mono[layers]),
+                records,
+                args.repeats,
+                cost=layers / depth,
+            )
+        )
+    for index, layer in enumerate(cascade.config.exits):
+        rows.append(
+            measure(
+                f"cascade-exit-{layer}", exit_only(index), records, args.repeats, cost=layer / depth
+            )
+        )
+    for alpha in args.alphas:
+        rows.append(
+            measure(
+                f"monolithic-{depth} (alpha {alpha} block)",
+                plain(mono[depth]),
+                records,
+                args.repeats,
+                cost=1.0,
+            )
+        )
+        rows.append(
+            measure(f"sequential alpha={alpha}", staged(sequential, alpha), records, args.repeats)
+        )
+        rows.append(
+            measure(f"cascade alpha={alpha}", staged(cascade, alpha), records, args.repeats)
+        )
+
+    by_name = {row["model"]: row for row in rows}
+    summary = {}
+    for alpha in args.alphas:
+        full = by_name[f"monolithic-{depth} (alpha {alpha} block)"]
+        seq, cas = by_name[f"sequential alpha={alpha}"], by_name[f"cascade alpha={alpha}"]
+        summary[str(alpha)] = {
+            "cascade_cost": cas["relative_cost"],
+            "cascade_speedup_vs_monolithic": round(
+                cas["candidates_per_second"] / full["candidates_per_second"], 3
+            ),
+            "cascade_p@1_minus_monolithic": round(cas["p@1"] - full["p@1"], 4),
+            "sequential_cost_over_cascade_cost": round(
+                seq["relative_cost"] / cas["relative_cost"], 3
+            ),
+            "cascade_speedup_vs_sequential": round(
+                cas["candidates_per_second"] / seq["candidates_per_second"], 3
+            ),
+        }
+    last_exit = by_name[f"cascade-exit-{cascade.config.exits[-1]}"]
+    summary["last_exit_p@1_minus_monolithic"] = round(
+        last_exit["p@1"] - by_name[f"monolithic-{depth}"]["p@1"], 4
+    )
+    report = {
+        "benchmark": "cascade_table3",
+        "data": args.data,
+        "split": args.split,
+        "questions": len({r.question_id for r in records}),
+        "candidates": len(records),
+        "ties": "pessimistic",
+        "threads": args.threads,
+        "batch_size": bs,
+        "repeats": args.repeats,
+        "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} thr",
+        "rows": rows,
+        "summary": summary,
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""The Sequential Ranker baseline of the Cascade paper (section 4.2).
+
+Independent monolithic rankers of increasing depth (for MiniLM-L6: the
+backbone truncated to 2, 3, 4, 5 and 6 layers, each fine-tuned on its own)
+are chained with the cascade's drop rule: per question, after stage i drop
+floor(alpha_i * k) of the k remaining candidates with the lowest scores.
+Unlike the cascade, every stage encodes its candidates from scratch, so its
+cost is the sum over stages of depth x candidates seen. Scores and the final
+order follow the cascade's convention (:func:`ctxsent.models.cascade.stage_scores`).
+
+A saved Sequential Ranker is a folder holding the stage folders
+``stage-0`` ... and a manifest with the default drop rates.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.io import atomic_path
+from ctxsent.models.cascade import CascadeCost, resolve_alphas, stage_scores, survivors
+from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.saving import read_manifest, register_model, write_manifest
+from ctxsent.tasks.as2_records import As2Record
+
+
+def encoder_depth(ranker) -> int:
+    """Transformer layers of a stage ranker (its cost per candidate)."""
+    config = getattr(getattr(ranker, "model", None), "config", None)
+    if config is None or not hasattr(config, "num_hidden_layers"):
+        raise InputError(f"a {type(ranker).__name__} has no transformer depth", field="stages")
+    return config.num_hidden_layers
+
+
+@register_model("sequential")
+class SequentialRanker(As2Ranker):
+    """Rankers of increasing depth, each re-scoring the survivors of the previous one."""
+
+    def __init__(self, stages: Sequence[As2Ranker], alphas: Sequence[float] = ()) -> None:
+        if len(stages) < 2:
+            raise InputError("a Sequential Ranker needs at least 2 stages", field="stages")
+        depths = [encoder_depth(stage) for stage in stages]
+        if depths != sorted(depths):
+            raise InputError(f"stages must not get shallower, got depths {depths}", field="stages")
+        if len({stage.contextual for stage in stages}) != 1:
+            raise InputError("stages mix pairwise and contextual models", field="stages")
+        self.stages = list(stages)
+        self.depths = depths
+        self.contextual = stages[0].contextual
+        self.alphas = resolve_alphas(list(alphas) or 0.0, len(stages))
+        self.last_cost: CascadeCost | None = None
+
+    @property
+    def num_stages(self) -> int:
+        return len(self.stages)
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> SequentialRanker:
+        from ctxsent.saving import load
+
+        manifest = read_manifest(path)
+        if manifest["kind"] != "sequential":
+            raise ModelFolderError(f"holds a {manifest['kind']!r}, not a sequential", path=path)
+        count = manifest["config"].get("stages")
+        if not isinstance(count, int) or count < 2:
+            raise ModelFolderError("manifest needs 'stages' >= 2", path=path, field="stages")
+        stages = [load(Path(path) / f"stage-{i}") for i in range(count)]
+        return cls(stages, manifest["config"].get("alphas", ()))
+
+    def save_pretrained(self, path: str | Path) -> Path:
+        """Write every stage and the manifest atomically to ``path``."""
+        with atomic_path(path) as staged:
+            staged.mkdir()
+            for index, stage in enumerate(self.stages):
+                stage.save_pretrained(staged / f"stage-{index}")
+            write_manifest(
+                staged, "sequential", {"stages": len(self.stages), "alphas": self.alphas}
+            )
+        return Path(path)
+
+    @classmethod
+    def assemble(
+        cls, stage_folders: Sequence[str | Path], out: str | Path, alphas: Sequence[float] = ()
+    ) -> SequentialRanker:
+        """Build from saved rankers (checked by loading them) and copy them into ``out``."""
+        from ctxsent.saving import load
+
+        ranker = cls([load(folder) for folder in stage_folders], alphas)
+        with atomic_path(out) as staged:
+            staged.mkdir()
+            for index, folder in enumerate(stage_folders):
+                shutil.copytree(folder, staged / f"stage-{index}")
+            write_manifest(
+                staged, "sequential", {"stages": len(stage_folders), "alphas": ranker.alphas}
+            )
+        return ranker
+
+    def predict(
+        self,
+        records: Sequence[As2Record],
+        batch_size: int = 64,
+        show_progress: bool = False,
+        alpha: float | Sequence[float] | None = None,
+    ) -> np.ndarray:
+        """Stage index + sigmoid(score) at the stage each candidate left; ``last_cost`` is set."""
+        alphas = resolve_alphas(self.alphas if alpha is None else alpha, self.num_stages)
+        question_of = np.unique([r.question_id for r in records], return_inverse=True)[1]
+        scores = np.zeros(len(records), dtype=np.float64)
+        active = np.arange(len(records))
+        counts, evaluations = [], 0
+        for index, (stage, depth) in enumerate(zip(self.stages, self.depths, strict=True)):
+            counts.append(len(active))
+            evaluations += depth * len(active)
+            logits = stage.predict([records[i] for i in active], batch_size=batch_size)
+            scores[active] = stage_scores(index, logits)
+            if index < len(alphas):
+                active = survivors(active, logits, question_of[active], alphas[index])
+        self.last_cost = CascadeCost(evaluations, self.depths[-1] * len(records), counts)
+        return scores
