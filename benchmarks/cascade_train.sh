@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Train the models of the Cascade paper's Table 3 at our scale, one after another:
-# the cascade (exits 2..6 of MiniLM-L6) and the monolithic models truncated to
-# 2..6 layers (each also a stage of the Sequential Ranker). Same data, steps,
-# batch, learning rate and seed for every model.
-#   DATA   AS2 training set spec    (default squad-as2:runs/squad-as2-small)
-#   OUT    folder for the runs      (default runs/table3)
-#   STEPS  optimisation steps       (default 200)
+# Train the models of the Cascade paper's Table 3 at our scale: the cascade
+# (exits 2..6 of MiniLM-L6) and the monolithic models truncated to 2..6 layers
+# (each also a stage of the Sequential Ranker). Same data, steps, batch,
+# learning rate and seed for every model.
+#   benchmarks/cascade_train.sh [NAME...]   NAME: cascade | mono-2 ... mono-6 (default: all)
+#   DATA   AS2 training set spec (default wikiqa:../shared/data/wikiqa)
+#   OUT    folder for the runs   (default runs/table3)
+#   STEPS  optimisation steps    (default 200)
+# Two invocations with disjoint names can run side by side (one core each).
 set -euo pipefail
-DATA=${DATA:-squad-as2:runs/squad-as2-small}
+DATA=${DATA:-wikiqa:../shared/data/wikiqa}
 OUT=${OUT:-runs/table3}
 STEPS=${STEPS:-200}
-common=(--data "$DATA" --pairwise --max-steps "$STEPS" --epochs 1 --batch-size 32 --lr 5e-5
-        --eval-every $((STEPS / 2)) --dev-questions 30 --max-length 128 --seed 42)
-ctxsent finetune as2 "${common[@]}" --cascade --out "$OUT/cascade"
-for layers in 6 2 3 4 5; do
-  ctxsent finetune as2 "${common[@]}" --layers "$layers" --out "$OUT/mono-$layers"
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=(cascade mono-6 mono-2 mono-3 mono-4 mono-5)
+for name in "${names[@]}"; do
+  case $name in
+    cascade) kind=(--cascade) ;;
+    mono-*) kind=(--layers "${name#mono-}") ;;
+    *) echo "unknown model name: $name" >&2; exit 2 ;;
+  esac
+  ctxsent finetune as2 --data "$DATA" --pairwise --max-steps "$STEPS" --epochs 1 --batch-size 32 \
+    --lr 3e-5 --eval-every $((STEPS / 2)) --max-length 128 --seed 42 "${kind[@]}" --out "$OUT/$name"
 done
