@@ -19,17 +19,25 @@ from ctxsent.corpus.cli import app as corpus_app
 from ctxsent.errors import CtxsentError, InputError
 from ctxsent.evaluation.senteval_cli import senteval
 from ctxsent.tasks.cli import app as data_app
+from ctxsent.training import cross_thought_cli
+from ctxsent.training.encoder_cli import pretrain_encoder
 
 app = typer.Typer(no_args_is_help=True, help=__doc__.split("\n")[0], pretty_exceptions_enable=False)
 finetune_app = typer.Typer(no_args_is_help=True, help="Fine-tune rankers on labelled data.")
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluate rankers and sentence encoders.")
 cascade_app = typer.Typer(no_args_is_help=True, help="Cascade Transformer tools.")
+pretrain_app = typer.Typer(no_args_is_help=True, help="Pre-train sentence encoders on a corpus.")
 app.add_typer(corpus_app, name="corpus")
 app.add_typer(data_app, name="data", help="Build derived datasets (e.g. SQuAD -> AS2).")
 app.add_typer(finetune_app, name="finetune")
 app.add_typer(eval_app, name="eval")
 app.add_typer(cascade_app, name="cascade")
+app.add_typer(pretrain_app, name="pretrain")
 eval_app.command("senteval")(senteval)
+pretrain_app.command("cross-thought")(cross_thought_cli.pretrain_command)
+pretrain_app.command("encoder")(pretrain_encoder)
+finetune_app.command("cross-thought")(cross_thought_cli.finetune_command)
+eval_app.command("retrieval")(cross_thought_cli.retrieval_command)
 
 EXAMPLES = Path(__file__).parent / "examples"
 ModelOption = Annotated[
@@ -327,23 +335,12 @@ def cascade_sequential(
 
 
 def main() -> None:
-    """Entry point: run the app, printing toolkit errors as one line."""
+    """Entry point: usage errors print the usage, toolkit errors one line; both exit 2."""
     try:
-        app(standalone_mode=False)
+        app()  # standalone: click prints usage errors itself and exits
     except CtxsentError as err:
         typer.secho(f"error: {err}", err=True, fg="red")
         raise SystemExit(2) from None
-    except typer.Exit as done:
-        raise SystemExit(done.exit_code) from None
-    except (typer.Abort, KeyboardInterrupt):
-        raise SystemExit(130) from None
-    except Exception as err:  # click usage errors arrive here with standalone_mode=False
-        import click
-
-        if isinstance(err, click.ClickException):
-            err.show()
-            raise SystemExit(err.exit_code) from None
-        raise
 
 
 if __name__ == "__main__":

@@ -1,0 +1,280 @@
+"""Passage retrieval with sentence embeddings: Recall@k, scorers, a BM25 + FAISS pipeline.
+
+Cross-Thought section 4.4 ("HotpotQA(u)") ranks candidate paragraphs for a question by the
+pre-trained model's cross-sequence attention weights, and its QA pipeline's step (i) is
+"fast candidate paragraph retrieval": BM25's top paragraphs re-ranked by dot products of
+sentence embeddings (section 4.2).
+
+Every scorer gives *head scores* ``(Q, heads, P)``. A candidate set is ranked by the mean
+over heads of the softmax over that set: for Cross-Thought this is the averaged attention
+weight ``alpha[0]`` of section 3.3 (all heads of all cross-sequence Transformers); for
+single-head scorers (BM25, cosine of mean-pooled MiniLM or of an MLM baseline's ``E``) it
+is simply the score order. Ties keep passage order.
+
+:class:`RetrievalPipeline` is step (i): passage key vectors are computed once and cached
+in a FAISS inner-product index; a question's BM25 shortlist restricts the FAISS search
+(``IDSelectorBatch``), which orders it by the dot product, i.e. the sum of head logits.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ctxsent.errors import InputError
+
+DEFAULT_KS = (1, 5, 20)
+
+
+def recall_at_k(
+    rankings: Sequence[np.ndarray], gold: Sequence[set[int]], ks: Sequence[int] = DEFAULT_KS
+) -> dict[str, float]:
+    """Mean over questions of the share of their gold passages in the top ``k``, in percent."""
+    if len(rankings) != len(gold):
+        raise InputError(f"{len(rankings)} rankings for {len(gold)} questions", field="gold")
+    if not gold or any(not g for g in gold):
+        raise InputError("every question needs at least one gold passage", field="gold")
+    return {
+        f"recall@{k}": 100.0
+        * float(
+            np.mean(
+                [len(g & set(r[:k].tolist())) / len(g) for r, g in zip(rankings, gold, strict=True)]
+            )
+        )
+        for k in ks
+    }
+
+
+def rank_candidates(head_scores: np.ndarray, candidates: np.ndarray | None = None) -> np.ndarray:
+    """Passage indices, best first, for one question's head scores ``(heads, P)``.
+
+    ``candidates`` restricts the ranking (and the softmax) to those passages.
+    """
+    if candidates is None:
+        candidates = np.arange(head_scores.shape[1])
+    scores = torch.from_numpy(head_scores[:, candidates]).double()
+    weights = scores.softmax(dim=-1).mean(dim=0) if len(scores) > 1 else scores[0]
+    return candidates[np.argsort(-weights.numpy(), kind="stable")]
+
+
+class PassageScorer(ABC):
+    """Scores questions against a fixed, cached passage collection."""
+
+    @abstractmethod
+    def fit(self, passages: Sequence[str]) -> None:
+        """Encode (or index) the passages once."""
+
+    @abstractmethod
+    def head_scores(self, questions: Sequence[str]) -> np.ndarray:
+        """``(Q, heads, P)`` scores of every question against every fitted passage."""
+
+
+class BM25Scorer(PassageScorer):
+    """Okapi BM25 (bm25s, k1=1.5, b=0.75, English stop words); IDF from the whole collection."""
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.retriever = None
+
+    def fit(self, passages: Sequence[str]) -> None:
+        import bm25s
+
+        self.retriever = bm25s.BM25(k1=self.k1, b=self.b)
+        tokens = bm25s.tokenize(list(passages), stopwords="en", show_progress=False)
+        self.retriever.index(tokens, show_progress=False)
+
+    def head_scores(self, questions: Sequence[str]) -> np.ndarray:
+        import bm25s
+
+        if self.retriever is None:
+            raise InputError("fit() the passages first", field="passages")
+        tokens = bm25s.tokenize(
+            list(questions), stopwords="en", show_progress=False, return_ids=False
+        )
+        return np.stack([self.retriever.get_scores(t) for t in tokens])[:, None, :].astype(
+            np.float32
+        )
+
+
+class DenseScorer(PassageScorer):
+    """Scores are dot products of per-head query and key vectors of sentence embeddings."""
+
+    heads: int
+    passage_vectors: np.ndarray | None = None
+
+    @abstractmethod
+    def vectors(self, texts: Sequence[str], role: str) -> np.ndarray:
+        """``(n, heads, dim)`` float32 vectors; ``role`` is ``query`` or ``key``."""
+
+    def fit(self, passages: Sequence[str]) -> None:
+        self.passage_vectors = self.vectors(passages, "key")
+
+    def head_scores(self, questions: Sequence[str]) -> np.ndarray:
+        if self.passage_vectors is None:
+            raise InputError("fit() the passages first", field="passages")
+        return np.einsum("qhd,phd->qhp", self.vectors(questions, "query"), self.passage_vectors)
+
+
+class CrossThoughtScorer(DenseScorer):
+    """Cross-sequence attention logits (Eq. 5-7) of a pre-trained or fine-tuned Cross-Thought."""
+
+    def __init__(self, model, batch_size: int = 64) -> None:
+        self.model = model
+        self.batch_size = batch_size
+        self.heads = model.config.num_special * model.heads
+
+    def vectors(self, texts: Sequence[str], role: str) -> np.ndarray:
+        embeddings = self.model.encode_special(list(texts), self.batch_size)
+        with torch.inference_mode():
+            return self.model.attention_vectors(embeddings, role).numpy()
+
+
+class CosineScorer(DenseScorer):
+    """Cosine similarity of any ``encode()`` sentence embeddings (MiniLM, MLM baselines)."""
+
+    heads = 1
+
+    def __init__(self, encoder, batch_size: int = 64) -> None:
+        self.encoder = encoder
+        self.batch_size = batch_size
+
+    def vectors(self, texts: Sequence[str], role: str) -> np.ndarray:
+        embedded = np.asarray(self.encoder.encode(list(texts), batch_size=self.batch_size))
+        norms = np.linalg.norm(embedded, axis=1, keepdims=True).clip(min=1e-12)
+        return (embedded / norms).astype(np.float32)[:, None, :]
+
+
+def scorer_for_model(model, batch_size: int = 64) -> DenseScorer:
+    """Attention scoring for Cross-Thought models with cross-sequence layers, else cosine."""
+    config = getattr(model, "config", None)
+    if getattr(config, "cross_sequence", False) and hasattr(model, "attention_vectors"):
+        return CrossThoughtScorer(model, batch_size)
+    return CosineScorer(model, batch_size)
+
+
+class RetrievalPipeline:
+    """Step (i) of the paper's QA pipeline: BM25 shortlist, then FAISS over cached embeddings."""
+
+    def __init__(self, scorer: DenseScorer, first_stage: int | None = 1000) -> None:
+        self.scorer = scorer
+        self.first_stage = first_stage
+        self.bm25 = BM25Scorer()
+        self.index = None
+
+    def fit(self, passages: Sequence[str]) -> None:
+        import faiss
+
+        if not passages:
+            raise InputError("no passages to index", field="passages")
+        self.scorer.fit(passages)
+        keys = self.scorer.passage_vectors
+        self.index = faiss.IndexFlatIP(keys.shape[1] * keys.shape[2])
+        self.index.add(np.ascontiguousarray(keys.reshape(len(keys), -1)))
+        if self.first_stage:
+            self.bm25.fit(passages)
+
+    def search(self, questions: Sequence[str], k: int = 20) -> list[np.ndarray]:
+        """Top-``k`` passage indices per question, best first."""
+        import faiss
+
+        if self.index is None:
+            raise InputError("fit() the passages first", field="passages")
+        queries = self.scorer.vectors(questions, "query")
+        queries = np.ascontiguousarray(queries.reshape(len(queries), -1))
+        if not self.first_stage:
+            _, ids = self.index.search(queries, min(k, self.index.ntotal))
+            return [row[row >= 0] for row in ids]
+        sparse = self.bm25.head_scores(questions)[:, 0]
+        shortlist_size = min(self.first_stage, self.index.ntotal)
+        results = []
+        for query, scores in zip(queries, sparse, strict=True):
+            shortlist = np.argsort(-scores, kind="stable")[:shortlist_size].astype(np.int64)
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(shortlist))
+            _, ids = self.index.search(query[None], min(k, len(shortlist)), params=params)
+            results.append(ids[0][ids[0] >= 0])
+        return results
+
+
+# ---- SQuAD paragraph ranking (the unsupervised "HotpotQA(u)" setting on SQuAD v1.1 dev) ----------
+@dataclass(frozen=True)
+class ParagraphRanking:
+    """Questions, each with its gold paragraph, against all paragraphs of a SQuAD file."""
+
+    paragraphs: list[str]
+    article_of: np.ndarray
+    questions: list[str]
+    gold: list[int]
+
+
+def squad_paragraph_ranking(
+    path: str | Path, questions: int | None = None, seed: int = 0
+) -> ParagraphRanking:
+    """Read a SQuAD file; ``questions`` keeps a seeded random subset of the questions."""
+    from ctxsent.corpus.readers.squad import load_squad
+
+    paragraphs, article_of, texts, gold = [], [], [], []
+    for article_index, article in enumerate(load_squad(path)):
+        for paragraph in article.get("paragraphs", []):
+            for qa in paragraph.get("qas", []):
+                texts.append(str(qa["question"]))
+                gold.append(len(paragraphs))
+            paragraphs.append(str(paragraph["context"]))
+            article_of.append(article_index)
+    if not texts:
+        raise InputError("no questions in the file", path=path)
+    if questions is not None and questions < len(texts):
+        keep = np.sort(np.random.default_rng(seed).choice(len(texts), questions, replace=False))
+        texts, gold = [texts[i] for i in keep], [gold[i] for i in keep]
+    return ParagraphRanking(paragraphs, np.array(article_of), texts, gold)
+
+
+def evaluate_paragraph_ranking(
+    scorer: PassageScorer,
+    data: ParagraphRanking,
+    ks: Sequence[int] = DEFAULT_KS,
+    chunk: int = 256,
+) -> dict:
+    """Recall@k ranking all paragraphs, and ranking only the question's own article's."""
+    start = time.perf_counter()
+    scorer.fit(data.paragraphs)
+    fitted = time.perf_counter()
+    all_rankings, own_rankings = [], []
+    for offset in range(0, len(data.questions), chunk):
+        scores = scorer.head_scores(data.questions[offset : offset + chunk])
+        for row, gold in zip(scores, data.gold[offset : offset + chunk], strict=True):
+            own = np.flatnonzero(data.article_of == data.article_of[gold])
+            all_rankings.append(rank_candidates(row))
+            own_rankings.append(rank_candidates(row, own))
+    gold_sets = [{g} for g in data.gold]
+    return {
+        "questions": len(data.questions),
+        "paragraphs": len(data.paragraphs),
+        "all_paragraphs": recall_at_k(all_rankings, gold_sets, ks),
+        "own_article": recall_at_k(own_rankings, gold_sets, ks),
+        "seconds_encode_paragraphs": round(fitted - start, 1),
+        "seconds_questions": round(time.perf_counter() - fitted, 1),
+    }
+
+
+def scorer_from_spec(spec: str, batch_size: int = 64) -> PassageScorer:
+    """``bm25``, ``minilm[:BACKBONE]`` (mean-pooled, cosine) or a saved ctxsent encoder folder."""
+    if spec == "bm25":
+        return BM25Scorer()
+    if spec == "minilm" or spec.startswith("minilm:"):
+        from ctxsent.models.backbones import DEFAULT_BACKBONE
+        from ctxsent.models.bi_encoder import BiEncoder
+
+        return CosineScorer(BiEncoder.from_pretrained(spec.partition(":")[2] or DEFAULT_BACKBONE))
+    from ctxsent.saving import load
+
+    model = load(spec)
+    model = getattr(model, "model", model)  # a fine-tuned ranker wraps its encoder
+    if not callable(getattr(model, "encode", None)):
+        raise InputError(f"a {type(model).__name__} cannot embed passages", path=spec)
+    return scorer_for_model(model, batch_size)

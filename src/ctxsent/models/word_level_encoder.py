@@ -1,0 +1,135 @@
+"""What every word-level sentence encoder shares: a vocabulary, ``encode()``, save and load.
+
+Subclasses (:mod:`~ctxsent.models.rnn_cnn`, :mod:`~ctxsent.models.mean_max_aae`)
+define ``forward(ids, mask) -> (batch, dim)`` and a config dataclass with
+``vocab_size``, ``embedding_dim`` and ``max_length``. Decoders live beside the
+encoders but are separate modules, so a saved folder holds the encoder only:
+``ctxsent.json`` (kind + config), ``model.safetensors`` and ``vocab.txt``.
+
+Inference follows the toolkit's CPU rules: texts are sorted by length, each batch
+is padded to its longest item, and the input order is restored at the end.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, fields, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.io import atomic_path
+from ctxsent.saving import MANIFEST, read_manifest, write_manifest
+from ctxsent.text.vocabulary import EOS_ID, PAD_ID, Vocabulary
+
+WEIGHTS = "model.safetensors"
+VOCABULARY = "vocab.txt"
+
+
+class WordLevelEncoder(nn.Module):
+    """Base class: ``embedding`` is an ``nn.Embedding`` over ``vocabulary``."""
+
+    kind: ClassVar[str]
+    config_class: ClassVar[type]
+    append_eos: ClassVar[bool] = False
+    embedding: nn.Embedding
+
+    def __init__(self, config: Any, vocabulary: Vocabulary) -> None:
+        super().__init__()
+        if config.vocab_size != len(vocabulary):
+            raise ValueError(f"config.vocab_size={config.vocab_size} but {len(vocabulary)} words")
+        self.config = config
+        self.vocabulary = vocabulary
+
+    @property
+    def dim(self) -> int:
+        """Size of the sentence vector."""
+        raise NotImplementedError
+
+    def batch_ids(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Word ids padded to the longest text (at most ``max_length``) and the boolean mask."""
+        rows = []
+        for i, text in enumerate(texts):
+            ids = self.vocabulary.ids(text)[: self.config.max_length]
+            if not ids:
+                raise InputError(f"text {i} is empty", field="texts")
+            rows.append(ids + [EOS_ID] if self.append_eos else ids)
+        ids = torch.full((len(rows), max(map(len, rows))), PAD_ID, dtype=torch.long)
+        for row, word_ids in enumerate(rows):
+            ids[row, : len(word_ids)] = torch.tensor(word_ids)
+        return ids.to(self.embedding.weight.device), ids.ne(PAD_ID).to(self.embedding.weight.device)
+
+    def encode(self, texts: list[str], batch_size: int = 128) -> np.ndarray:
+        """Embed ``texts`` into a ``(len(texts), dim)`` float32 array, in input order."""
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.inference_mode():
+                for start in range(0, len(order), batch_size):
+                    rows = order[start : start + batch_size]
+                    ids, mask = self.batch_ids([texts[i] for i in rows])
+                    out[rows] = self(ids, mask).float().cpu().numpy()
+        finally:
+            self.train(was_training)
+        return out
+
+    def with_vocabulary(self, vocabulary: Vocabulary, embeddings: np.ndarray) -> WordLevelEncoder:
+        """A copy whose embedding table is ``embeddings`` over ``vocabulary`` (expansion)."""
+        if embeddings.shape != (len(vocabulary), self.config.embedding_dim):
+            raise ValueError(f"embeddings of shape {embeddings.shape} for {len(vocabulary)} words")
+        clone = copy.deepcopy(self)
+        clone.config = replace(self.config, vocab_size=len(vocabulary))
+        clone.vocabulary = vocabulary
+        clone.embedding = nn.Embedding.from_pretrained(
+            torch.from_numpy(embeddings), freeze=True, padding_idx=PAD_ID
+        )
+        return clone
+
+    def save_pretrained(self, folder: str | Path) -> None:
+        """Write the encoder folder atomically (an existing folder is replaced)."""
+        with atomic_path(folder) as staged:
+            staged.mkdir()
+            write_manifest(staged, self.kind, asdict(self.config))
+            self.vocabulary.save(staged / VOCABULARY)
+            state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
+            save_file(state, staged / WEIGHTS)
+
+    @classmethod
+    def from_pretrained(cls, folder: str | Path) -> WordLevelEncoder:
+        folder = Path(folder)
+        manifest = read_manifest(folder)
+        if manifest["kind"] != cls.kind:
+            raise ModelFolderError(
+                f"a {manifest['kind']!r} folder, not {cls.kind!r}", path=folder / MANIFEST
+            )
+        known = {f.name for f in fields(cls.config_class)}
+        raw = manifest.get("config", {})
+        unknown = set(raw) - known
+        if unknown:
+            raise ModelFolderError(
+                f"unknown settings {sorted(unknown)}", path=folder / MANIFEST, field="config"
+            )
+        config = cls.config_class(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
+        )
+        vocabulary_path = folder / VOCABULARY
+        if not vocabulary_path.is_file():
+            raise ModelFolderError(f"no {VOCABULARY}", path=folder)
+        try:
+            model = cls(config, Vocabulary.load(vocabulary_path))
+        except ValueError as err:
+            raise ModelFolderError(str(err), path=folder) from None
+        try:
+            model.load_state_dict(load_file(folder / WEIGHTS))
+        except (RuntimeError, FileNotFoundError, OSError) as err:
+            raise ModelFolderError(
+                f"weights do not fit the config ({err})", path=folder / WEIGHTS
+            ) from None
+        return model.eval()

@@ -1,0 +1,322 @@
+"""Cross-Thought pre-training (Wang et al., 2020, sections 3.1, 3.2 and 4.2): data, presets, loss.
+
+* Data (section 3.1): running text is cut into short sequences of ``sequence_length`` (64)
+  tokens **without shuffling**; a sample is ``M`` consecutive sequences (paper: 500), and
+  15% of the word tokens are masked with :mod:`ctxsent.objectives.masking` (BERT's 80/10/10).
+* Model (Eq. 8): a top Transformer layer over ``G_m = [C_0[m]; ...; C_{N-1}[m]; H_m[N:]]``.
+* Loss (Eq. 9): ``-log P(a_{m,i} | O_m)`` over the masked words, projecting only masked
+  positions onto the vocabulary; averaged over masked words, which is Eq. 9's sum divided
+  by the number of masked words (fairseq's normalisation, which the paper's code uses).
+* MLM baselines (``mlm-1-64``, ``mlm-1-512``): the same encoder and data, no cross-sequence
+  Transformers and no top layer; words are predicted from ``H_m[N:]``.
+
+Choices the paper leaves open:
+
+* A sequence never spans two documents: each document's tokens (paragraphs joined) are cut
+  into 64-token pieces and a final piece shorter than ``min_tokens`` is dropped. The ``M``
+  sequences of a sample are consecutive in corpus order and may cross a document boundary,
+  as they must at M = 500 (a median article is ~70 sequences).
+* The word-position offset is drawn per sequence, uniformly so that the whole run of
+  positions lies in ``[0, word_positions - 1]`` (section 4.2: "64 continuous positions
+  from 0 to 564").
+* Samples (not sequences) are shuffled between epochs; order inside a sample is kept.
+* The MLM head is BERT's (dense, GELU, LayerNorm, decoder tied to the word embeddings);
+  it and the top layer start random, also when the encoder starts from MiniLM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+
+from ctxsent.corpus.document import Document
+from ctxsent.corpus.titles import normalize_title, normalize_titles
+from ctxsent.errors import InputError
+from ctxsent.io import atomic_path
+from ctxsent.models.cross_thought import AttentionLayer, CrossThoughtConfig, CrossThoughtModel
+from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
+
+
+@dataclass(frozen=True)
+class CrossThoughtPreset:
+    """A named pre-training setting; paper values from section 4.2 unless noted."""
+
+    name: str
+    num_special: int
+    cross_sequence: bool
+    sequence_length: int
+    sequences_per_sample: int
+    batch_size: int
+    learning_rate: float
+    warmup_steps: int
+    max_steps: int
+    from_backbone: bool
+    mask_probability: float = 0.15
+    dropout: float = 0.1
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.batch_size * self.sequences_per_sample * self.sequence_length
+
+    def model_config(self, backbone: str) -> CrossThoughtConfig:
+        return CrossThoughtConfig(
+            backbone=backbone,
+            pretrained=self.from_backbone,
+            num_special=self.num_special,
+            cross_sequence=self.cross_sequence,
+            dropout=self.dropout,
+        )
+
+
+def _paper(name: str, n: int, cross: bool, length: int) -> CrossThoughtPreset:
+    # 500 x 64 tokens per sample, batch 128 (4M tokens), 125k steps, 10k warm-up, lr 5e-4.
+    # The 512-token variants keep the tokens per sample: 63 sequences of 512 (~32k tokens).
+    per_sample = 500 if length == 64 else 63
+    return CrossThoughtPreset(name, n, cross, length, per_sample, 128, 5e-4, 10_000, 125_000, False)
+
+
+def _cpu(paper: CrossThoughtPreset) -> CrossThoughtPreset:
+    # Minutes on 2 CPU cores: start from MiniLM, 4 samples of ~1k tokens per step.
+    per_sample = 16 if paper.sequence_length == 64 else 2
+    return replace(
+        paper,
+        name=f"{paper.name}-cpu",
+        sequences_per_sample=per_sample,
+        batch_size=4,
+        learning_rate=1e-4,
+        warmup_steps=20,
+        max_steps=2_000,
+        from_backbone=True,
+    )
+
+
+_PAPER_PRESETS = [
+    _paper("cross-thought-1-64", 1, True, 64),
+    _paper("cross-thought-3-64", 3, True, 64),
+    _paper("cross-thought-5-64", 5, True, 64),
+    _paper("cross-thought-1-512", 1, True, 512),
+    _paper("mlm-1-64", 1, False, 64),
+    _paper("mlm-1-512", 1, False, 512),
+]
+PRESETS: dict[str, CrossThoughtPreset] = {
+    p.name: p for paper in _PAPER_PRESETS for p in (paper, _cpu(paper))
+}
+
+
+def get_preset(name: str) -> CrossThoughtPreset:
+    if name not in PRESETS:
+        raise InputError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}", field="preset")
+    return PRESETS[name]
+
+
+# ---- data ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TokenChunks:
+    """Short sequences in corpus order: ``ids`` ``(C, L)`` padded with ``pad_id``, ``lengths``."""
+
+    ids: np.ndarray
+    lengths: np.ndarray
+    pad_id: int
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def tokens(self) -> int:
+        return int(self.lengths.sum())
+
+    def save(self, path: str | Path) -> None:
+        with atomic_path(path) as staged, open(staged, "wb") as handle:
+            np.savez(handle, ids=self.ids, lengths=self.lengths, pad_id=np.array(self.pad_id))
+
+    @classmethod
+    def load(cls, path: str | Path) -> TokenChunks:
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return cls(data["ids"], data["lengths"], int(data["pad_id"]))
+        except (OSError, KeyError, ValueError) as err:
+            raise InputError(f"not a token-chunk file ({err})", path=path) from None
+
+
+def chunk_documents(
+    documents: Iterable[Document],
+    tokenizer,
+    sequence_length: int = 64,
+    *,
+    max_chunks: int | None = None,
+    min_tokens: int = 8,
+    exclude_titles: Iterable[str] = (),
+) -> TokenChunks:
+    """Cut running text into ``sequence_length``-token sequences, in order (section 3.1).
+
+    Documents whose title is in ``exclude_titles`` (evaluation articles) are skipped.
+    Stops once ``max_chunks`` sequences are collected.
+    """
+    if sequence_length < 1 or min_tokens < 1:
+        raise InputError("sequence_length and min_tokens must be positive", field="sequence_length")
+    excluded = normalize_titles(exclude_titles)
+    pieces: list[list[int]] = []
+    for document in documents:
+        if normalize_title(document.title) in excluded:
+            continue
+        paragraphs = [" ".join(sentences) for sentences in document.paragraphs if sentences]
+        if not paragraphs:
+            continue
+        encoded = tokenizer(paragraphs, add_special_tokens=False)["input_ids"]
+        tokens = [token for paragraph in encoded for token in paragraph]
+        for start in range(0, len(tokens), sequence_length):
+            piece = tokens[start : start + sequence_length]
+            if len(piece) >= min_tokens:
+                pieces.append(piece)
+        if max_chunks is not None and len(pieces) >= max_chunks:
+            pieces = pieces[:max_chunks]
+            break
+    if not pieces:
+        raise InputError(f"the corpus gave no sequence of at least {min_tokens} tokens")
+    pad_id = tokenizer.pad_token_id or 0
+    ids = np.full((len(pieces), sequence_length), pad_id, dtype=np.int32)
+    for row, piece in enumerate(pieces):
+        ids[row, : len(piece)] = piece
+    return TokenChunks(ids, np.array([len(p) for p in pieces], dtype=np.int32), pad_id)
+
+
+class ConsecutiveSequences(Dataset):
+    """Sample ``i`` is sequences ``[i*M, (i+1)*M)``; the last sample may hold fewer."""
+
+    def __init__(self, chunks: TokenChunks, sequences_per_sample: int) -> None:
+        if sequences_per_sample < 1:
+            raise InputError("sequences_per_sample must be positive", field="sequences_per_sample")
+        self.chunks = chunks
+        self.per_sample = sequences_per_sample
+
+    def __len__(self) -> int:
+        return -(-len(self.chunks) // self.per_sample)
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = slice(index * self.per_sample, (index + 1) * self.per_sample)
+        return self.chunks.ids[rows], self.chunks.lengths[rows]
+
+
+@dataclass
+class CrossThoughtCollator:
+    """Stacks samples into ``(B, M, L)`` tensors, masks 15% of words, draws position offsets."""
+
+    mask_id: int
+    vocab_size: int
+    special_ids: list[int]
+    word_positions: int = 565
+    mask_probability: float = 0.15
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.generator = torch.Generator().manual_seed(self.seed)
+
+    def __call__(self, samples: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[str, torch.Tensor]:
+        per_sample = max(len(lengths) for _, lengths in samples)
+        length = int(max(lengths.max() for _, lengths in samples))
+        if length > self.word_positions:
+            raise InputError(
+                f"sequences of {length} tokens exceed {self.word_positions} word positions"
+            )
+        batch = len(samples)
+        input_ids = torch.zeros(batch, per_sample, length, dtype=torch.long)
+        attention = torch.zeros(batch, per_sample, length, dtype=torch.long)
+        sequence_mask = torch.zeros(batch, per_sample, dtype=torch.bool)
+        for b, (ids, lengths) in enumerate(samples):
+            input_ids[b, : len(ids)] = torch.from_numpy(ids[:, :length].astype(np.int64))
+            positions = torch.arange(length)
+            attention[b, : len(ids)] = (positions < torch.from_numpy(lengths)[:, None]).long()
+            sequence_mask[b, : len(ids)] = True
+        maskable = maskable_positions(input_ids, attention, self.special_ids)
+        masked, labels = mask_tokens(
+            input_ids,
+            maskable,
+            self.mask_id,
+            self.vocab_size,
+            self.mask_probability,
+            self.generator,
+        )
+        offsets = torch.randint(
+            self.word_positions - length + 1, (batch, per_sample), generator=self.generator
+        )
+        return {
+            "input_ids": masked,
+            "attention_mask": attention,
+            "sequence_mask": sequence_mask,
+            "position_offset": offsets,
+            "labels": labels,
+        }
+
+
+def collator_for(model: CrossThoughtModel, preset: CrossThoughtPreset, seed: int = 0):
+    tokenizer = model.tokenizer
+    return CrossThoughtCollator(
+        mask_id=tokenizer.mask_token_id,
+        vocab_size=model.bert.config.vocab_size,
+        special_ids=list(tokenizer.all_special_ids),
+        word_positions=model.config.word_positions,
+        mask_probability=preset.mask_probability,
+        seed=seed,
+    )
+
+
+# ---- model head and loss ----------------------------------------------------------------------
+class MaskedWordHead(nn.Module):
+    """BERT's MLM head; the decoder shares the encoder's word-embedding matrix."""
+
+    def __init__(self, word_embeddings: nn.Embedding, eps: float = 1e-12) -> None:
+        super().__init__()
+        width = word_embeddings.embedding_dim
+        self.transform = nn.Sequential(
+            nn.Linear(width, width), nn.GELU(), nn.LayerNorm(width, eps=eps)
+        )
+        self.word_embeddings = word_embeddings
+        self.bias = nn.Parameter(torch.zeros(word_embeddings.num_embeddings))
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(self.transform(hidden), self.word_embeddings.weight, self.bias)
+
+
+class CrossThoughtObjective(nn.Module):
+    """Wraps a :class:`CrossThoughtModel` with the top layer (Eq. 8) and the MLM loss (Eq. 9)."""
+
+    def __init__(self, model: CrossThoughtModel) -> None:
+        super().__init__()
+        self.model = model
+        bert = model.bert.config
+        self.top = (
+            AttentionLayer(model.width, model.heads, bert.intermediate_size, model.config.dropout)
+            if model.config.cross_sequence
+            else None
+        )
+        self.head = MaskedWordHead(model.bert.embeddings.word_embeddings, bert.layer_norm_eps)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Eq. 1-9 on a collated batch; returns the mean masked-word cross-entropy."""
+        ids, attention = batch["input_ids"], batch["attention_mask"]
+        batch_size, per_sample, length = ids.shape
+        real = batch["sequence_mask"].reshape(-1)
+        flat_attention = attention.reshape(-1, length)[real]
+        hidden = self.model.encode_tokens(
+            ids.reshape(-1, length)[real],
+            flat_attention,
+            batch["position_offset"].reshape(-1)[real],
+        )  # Eq. 1, (R, N + l, d)
+        n = self.model.config.num_special
+        if self.top is not None:
+            embeddings = hidden.new_zeros(batch_size * per_sample, n, hidden.shape[-1])
+            embeddings[real] = self.model.sentence_embeddings(hidden)  # Eq. 2
+            fused, _ = self.model.cross_sequence(
+                embeddings.view(batch_size, per_sample, n, -1), batch["sequence_mask"]
+            )  # Eq. 3-7
+            merged = torch.cat([fused.reshape(-1, n, fused.shape[-1])[real], hidden[:, n:]], 1)
+            key_mask = torch.cat([flat_attention.new_ones(len(merged), n), flat_attention], 1)
+            hidden, _ = self.top(merged, key_mask.bool())  # Eq. 8
+        labels = batch["labels"].reshape(-1, length)[real]
+        return masked_lm_loss(hidden[:, n:], labels, self.head)  # Eq. 9

@@ -1,0 +1,101 @@
+"""RNN-CNN's objective: from sentence ``S_i``, predict the words that follow it.
+
+Targets (section 2, appendix A.1-A.2): the next ``N`` contiguous words after the input
+sentence (``target="window"``, default ``N=30``; Table 4 also tries 10 and 50), or the
+next sentence zero-padded / cut to ``N`` words (``target="sentence"``, Table 4 row †).
+The loss is eq. (3): the negative log-likelihood summed over the target positions,
+averaged over the sentences of the batch; padded positions carry no loss.
+
+Choices left open: windows stay inside a document (its paragraphs read in order) and are
+padded when the document ends early; the last sentence of a document has no target and
+is not an input; inputs are cut at ``max_length`` words (appendix B: 30).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import Dataset
+
+from ctxsent.models.rnn_cnn import DecoderConfig, RnnCnnEncoder, build_decoder
+from ctxsent.text.vocabulary import PAD_ID, TokenizedCorpus
+
+TargetKind = Literal["window", "sentence"]
+
+
+class NextWindowDataset(Dataset):
+    """Item ``k``: (input sentence ids, target ids) as int64 arrays."""
+
+    def __init__(
+        self,
+        corpus: TokenizedCorpus,
+        target: TargetKind = "window",
+        target_length: int = 30,
+        max_length: int = 30,
+    ) -> None:
+        if target not in ("window", "sentence"):
+            raise ValueError(f"target must be 'window' or 'sentence', got {target!r}")
+        self.corpus, self.target = corpus, target
+        self.target_length, self.max_length = target_length, max_length
+        self.indices = np.flatnonzero(corpus.next_sentence >= 0)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def input_lengths(self) -> np.ndarray:
+        lengths = self.corpus.ends[self.indices] - self.corpus.starts[self.indices]
+        return np.minimum(lengths, self.max_length)
+
+    def __getitem__(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        corpus, i = self.corpus, self.indices[k]
+        source = corpus.sentence(i)[: self.max_length]
+        if self.target == "window":
+            end = min(corpus.ends[i] + self.target_length, corpus.document_ends[i])
+            target = corpus.tokens[corpus.ends[i] : end]
+        else:
+            target = corpus.sentence(corpus.next_sentence[i])[: self.target_length]
+        return source.astype(np.int64), target.astype(np.int64)
+
+
+def pad_rows(rows: list[np.ndarray], length: int | None = None) -> torch.Tensor:
+    """Stack id arrays into ``(len(rows), length or longest)``, padded with ``<pad>``."""
+    width = length or max(len(row) for row in rows)
+    out = torch.full((len(rows), width), PAD_ID, dtype=torch.long)
+    for r, row in enumerate(rows):
+        out[r, : len(row)] = torch.from_numpy(row[:width])
+    return out
+
+
+def collate_next_window(
+    items: list[tuple[np.ndarray, np.ndarray]], target_length: int
+) -> dict[str, torch.Tensor]:
+    """Inputs padded to the longest in the batch; targets to exactly ``target_length``."""
+    ids = pad_rows([source for source, _ in items])
+    targets = pad_rows([target for _, target in items], target_length)
+    return {"input_ids": ids, "input_mask": ids.ne(PAD_ID), "targets": targets}
+
+
+def summed_nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Eq. (3) / eq. (22): NLL summed over non-padded positions, averaged over the batch."""
+    total = F.cross_entropy(
+        logits.flatten(0, 1).float(), targets.flatten(), ignore_index=PAD_ID, reduction="sum"
+    )
+    return total / len(targets)
+
+
+class NextWindowObjective(nn.Module):
+    """Encoder + decoder; ``forward(batch)`` returns the eq. (3) loss."""
+
+    def __init__(self, encoder: RnnCnnEncoder, decoder: DecoderConfig) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = build_decoder(decoder, encoder.dim, encoder.config.embedding_dim)
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        z = self.encoder(batch["input_ids"], batch["input_mask"])
+        logits = self.decoder(z, batch["targets"], self.encoder.embedding)
+        return summed_nll(logits, batch["targets"])

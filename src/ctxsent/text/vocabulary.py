@@ -1,0 +1,169 @@
+"""Word tokenisation, a word vocabulary from a corpus, and the corpus as word ids.
+
+RNN-CNN (section 4) and Mean-Max AAE (section 4.2) both train on "the 20k most
+frequent words" of the corpus; :meth:`Vocabulary.build` counts them.
+:func:`tokenize_corpus` turns a corpus into one flat id array with sentence and
+document offsets, which the objectives slice into examples without copying.
+
+Choices the papers leave open: text is lowercased (GloVe 6B is uncased); tokens
+are PTB-like pieces (clitics such as ``n't`` and ``'s`` split off, punctuation
+marks on their own); ties in word frequency are broken alphabetically so a
+vocabulary is reproducible; four special tokens come first (:data:`SPECIALS`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ctxsent.corpus.document import Document
+from ctxsent.errors import InputError
+from ctxsent.io import atomic_write, read_lines
+
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
+SPECIALS = (PAD, UNK, BOS, EOS)
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(4)
+
+_WORD_PIECES = re.compile(r"n't|'(?:s|re|ve|ll|d|m)(?!\w)|\w+(?=n't)|\w+|[^\w\s]")
+
+
+def word_tokens(text: str, lowercase: bool = True) -> list[str]:
+    """Split ``text`` into words, clitics and punctuation marks (``"Don't!"`` -> do n't !)."""
+    return _WORD_PIECES.findall(text.lower() if lowercase else text)
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Words by id; ids 0-3 are :data:`SPECIALS`, unknown words map to ``<unk>``."""
+
+    words: list[str]
+    lowercase: bool = True
+    index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if tuple(self.words[: len(SPECIALS)]) != SPECIALS:
+            raise ValueError(f"a vocabulary starts with {SPECIALS}, got {self.words[:4]}")
+        index = {word: i for i, word in enumerate(self.words)}
+        if len(index) != len(self.words):
+            raise ValueError("duplicate words in vocabulary")
+        object.__setattr__(self, "index", index)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    @classmethod
+    def build(
+        cls, sentences: Iterable[str], size: int = 20_000, lowercase: bool = True
+    ) -> Vocabulary:
+        """The ``size`` most frequent words of ``sentences`` (specials not counted in ``size``)."""
+        counts: Counter[str] = Counter()
+        for sentence in sentences:
+            counts.update(word_tokens(sentence, lowercase))
+        for special in SPECIALS:
+            counts.pop(special, None)
+        if not counts:
+            raise InputError("no words to build a vocabulary from (empty corpus?)")
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:size]
+        return cls([*SPECIALS, *(word for word, _ in ranked)], lowercase)
+
+    def extended(self, words: Iterable[str]) -> Vocabulary:
+        """This vocabulary followed by the new ones among ``words`` (vocabulary expansion)."""
+        new = [w for w in dict.fromkeys(words) if w not in self.index]
+        return Vocabulary([*self.words, *new], self.lowercase)
+
+    def ids(self, text: str) -> list[int]:
+        """Word ids of ``text``; out-of-vocabulary words become ``<unk>``."""
+        return [self.index.get(token, UNK_ID) for token in word_tokens(text, self.lowercase)]
+
+    def save(self, path: str | Path) -> None:
+        """Write one word per line (atomically); the first line records the casing."""
+        with atomic_write(path) as handle:
+            handle.write(f"#lowercase={int(self.lowercase)}\n")
+            handle.writelines(word + "\n" for word in self.words)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Vocabulary:
+        lines = [line for _, line in read_lines(path)]
+        if not lines or not lines[0].startswith("#lowercase="):
+            raise InputError("not a vocabulary file (no '#lowercase=' header)", path=path, line=1)
+        try:
+            return cls(lines[1:], lowercase=lines[0] == "#lowercase=1")
+        except ValueError as err:
+            raise InputError(str(err), path=path) from None
+
+
+@dataclass(frozen=True)
+class TokenizedCorpus:
+    """A corpus as word ids: sentence ``i`` is ``tokens[starts[i]:ends[i]]``.
+
+    ``document_ends[i]`` is where the token stream of sentence ``i``'s document
+    ends (the next-window targets never cross documents) and ``next_sentence[i]``
+    is the index of the following sentence of the same document, or -1.
+    """
+
+    tokens: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    document_ends: np.ndarray
+    next_sentence: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def sentence(self, i: int) -> np.ndarray:
+        return self.tokens[self.starts[i] : self.ends[i]]
+
+
+def corpus_sentences(documents: Iterable[Document], limit: int | None = None) -> Iterator[str]:
+    """Sentences of ``documents`` in reading order, at most ``limit``."""
+    count = 0
+    for document in documents:
+        for paragraph in document.paragraphs:
+            for sentence in paragraph:
+                if limit is not None and count >= limit:
+                    return
+                count += 1
+                yield sentence
+
+
+def tokenize_corpus(
+    documents: Iterable[Document], vocabulary: Vocabulary, limit: int | None = None
+) -> TokenizedCorpus:
+    """Word ids of the first ``limit`` sentences; sentences without words are skipped."""
+    tokens: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    document_ends: list[int] = []
+    next_sentence: list[int] = []
+    remaining = limit
+    for document in documents:
+        first = len(starts)
+        text = corpus_sentences([document], remaining)
+        for sentence in text:
+            ids = vocabulary.ids(sentence)
+            if ids:
+                starts.append(len(tokens))
+                tokens.extend(ids)
+                ends.append(len(tokens))
+                next_sentence.append(len(starts))
+        if len(starts) > first:
+            next_sentence[-1] = -1
+            document_ends.extend([len(tokens)] * (len(starts) - first))
+        if remaining is not None:
+            remaining = limit - len(starts)
+            if remaining <= 0:
+                break
+    if not starts:
+        raise InputError("the corpus has no sentence with a word in it")
+    return TokenizedCorpus(
+        np.asarray(tokens, dtype=np.int32),
+        np.asarray(starts, dtype=np.int64),
+        np.asarray(ends, dtype=np.int64),
+        np.asarray(document_ends, dtype=np.int64),
+        np.asarray(next_sentence, dtype=np.int64),
+    )

@@ -1,0 +1,418 @@
+"""Cross-Thought pre-training (section 4.2) and fine-tuning (section 3.3).
+
+* :func:`pretrain_cross_thought`: Lightning; Adam (AdamW, betas 0.9/0.98, eps 1e-6, weight
+  decay 0.01: RoBERTa-base's, which the paper says it follows), linear warm-up then linear
+  decay, gradients clipped at 1.0. ``OUT/checkpoints/last.ckpt`` is written every
+  ``checkpoint_every`` steps and at the end, and a rerun with the same ``OUT`` resumes from
+  it (weights, optimiser, step, elapsed budget). Tokenised sequences are cached in
+  ``OUT/sequences.npz``. The model is saved to ``OUT/model`` and ``OUT/summary.json`` holds
+  steps, tokens and tokens/s.
+* :func:`finetune_answer_selection`: Eq. 10, ``-log alpha[0][m]`` with ``alpha`` the mean of
+  the first-layer attention weights of all heads of all cross-sequence Transformers, for
+  a question against its positive and sampled negatives (several positives: their losses
+  are averaged). Best dev MAP is kept as a ``cross-thought-ranker`` folder.
+* :func:`finetune_pair_classifier`: Eq. 11, a linear softmax classifier on the flattened
+  cross-sequence outputs ``[C_0; ...; C_{N-1}]`` of the two sentences (SICK-E, MRPC).
+  MLM baselines have no cross-sequence Transformers and use the flattened ``E`` instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import lightning as L
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from ctxsent.corpus.titles import EVALUATION_OVERLAP_TITLES
+from ctxsent.errors import InputError
+from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.io import atomic_write
+from ctxsent.models.backbones import DEFAULT_BACKBONE
+from ctxsent.models.cross_thought import (
+    CrossThoughtModel,
+    CrossThoughtRanker,
+    selection_log_probs,
+)
+from ctxsent.models.precision import lightning_precision
+from ctxsent.objectives.cross_thought import (
+    ConsecutiveSequences,
+    CrossThoughtObjective,
+    CrossThoughtPreset,
+    TokenChunks,
+    chunk_documents,
+    collator_for,
+    get_preset,
+)
+from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
+from ctxsent.tasks.senteval import Pairs
+from ctxsent.training.as2_finetune import triangular
+
+
+# ---- pre-training ------------------------------------------------------------------------------
+@dataclass
+class PretrainConfig:
+    """A pre-training run: a preset plus what this machine and budget change."""
+
+    preset: str
+    backbone: str = DEFAULT_BACKBONE
+    from_backbone: bool | None = None
+    """Start the encoder from ``backbone``'s weights; ``None`` keeps the preset's choice."""
+    max_steps: int | None = None
+    budget_minutes: float | None = None
+    max_sequences: int | None = None
+    """Sequences to tokenise; default: enough for ``max_steps``, at most the whole corpus."""
+    exclude_titles: tuple[str, ...] = EVALUATION_OVERLAP_TITLES
+    checkpoint_every: int = 200
+    precision: str = "auto"
+    accelerator: str = "auto"
+    devices: int | str = "auto"
+    seed: int = 0
+
+    def resolved_preset(self) -> CrossThoughtPreset:
+        preset = get_preset(self.preset)
+        if self.max_steps is not None:
+            if self.max_steps < 1:
+                raise InputError("max_steps must be positive", field="max_steps")
+            preset = replace(preset, max_steps=self.max_steps)
+        if self.from_backbone is not None:
+            preset = replace(preset, from_backbone=self.from_backbone)
+        return preset
+
+
+def linear_warmup_decay(optimizer, warmup: int, total: int):
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: triangular(s, warmup, total))
+
+
+class CrossThoughtPretrainModule(L.LightningModule):
+    """Minimises Eq. 9 of :class:`CrossThoughtObjective`; counts the real tokens it sees."""
+
+    def __init__(self, objective: CrossThoughtObjective, preset: CrossThoughtPreset) -> None:
+        super().__init__()
+        self.objective = objective
+        self.preset = preset
+        self.tokens_seen = 0
+        self.start_step = 0
+        self.last_loss = math.nan
+
+    def on_train_start(self) -> None:
+        self.start_step = self.global_step  # after a resume, the restored step
+
+    def training_step(self, batch, batch_idx):
+        loss = self.objective(batch)
+        self.tokens_seen += int(batch["attention_mask"].sum())
+        self.last_loss = float(loss.detach())
+        self.log("train_loss", loss, prog_bar=True, batch_size=len(batch["input_ids"]))
+        return loss
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["tokens_seen"] = self.tokens_seen
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self.tokens_seen = checkpoint.get("tokens_seen", 0)
+
+    def configure_optimizers(self):
+        decay, no_decay = [], []
+        for name, parameter in self.objective.named_parameters():
+            is_bias_or_norm = parameter.ndim < 2 or "norm" in name.lower()
+            (no_decay if is_bias_or_norm else decay).append(parameter)
+        optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=self.preset.learning_rate,
+            betas=(0.9, 0.98),
+            eps=1e-6,
+        )
+        schedule = linear_warmup_decay(optimizer, self.preset.warmup_steps, self.preset.max_steps)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+
+def prepare_sequences(
+    documents, model: CrossThoughtModel, preset: CrossThoughtPreset, config: PretrainConfig, out
+) -> TokenChunks:
+    """Tokenised sequences for the run, read from ``OUT/sequences.npz`` when cached."""
+    cache = Path(out) / "sequences.npz"
+    if cache.is_file():
+        return TokenChunks.load(cache)
+    wanted = (
+        config.max_sequences or preset.max_steps * preset.batch_size * preset.sequences_per_sample
+    )
+    chunks = chunk_documents(
+        documents,
+        model.tokenizer,
+        preset.sequence_length,
+        max_chunks=wanted,
+        exclude_titles=config.exclude_titles,
+    )
+    chunks.save(cache)
+    return chunks
+
+
+def pretrain_cross_thought(documents, out: str | Path, config: PretrainConfig) -> dict:
+    """Pre-train ``config.preset`` on ``documents`` (an iterable of corpus documents).
+
+    Stops at the preset's ``max_steps`` or after ``budget_minutes``, whichever comes first;
+    returns (and writes to ``OUT/summary.json``) what was done.
+    """
+    preset = config.resolved_preset()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    L.seed_everything(config.seed, verbose=False)
+    model = CrossThoughtModel.build(preset.model_config(config.backbone), seed=config.seed)
+    chunks = prepare_sequences(documents, model, preset, config, out)
+    samples = ConsecutiveSequences(chunks, preset.sequences_per_sample)
+    loader = DataLoader(
+        samples,
+        batch_size=preset.batch_size,
+        shuffle=True,
+        collate_fn=collator_for(model, preset, config.seed),
+    )
+    module = CrossThoughtPretrainModule(CrossThoughtObjective(model), preset)
+    checkpoint_dir = out / "checkpoints"
+    checkpoints = L.pytorch.callbacks.ModelCheckpoint(
+        dirpath=checkpoint_dir,
+        save_last=True,
+        save_top_k=0,
+        every_n_train_steps=config.checkpoint_every,
+    )
+    device_type = "cuda" if torch.cuda.is_available() and config.accelerator != "cpu" else "cpu"
+    trainer = L.Trainer(
+        default_root_dir=out,
+        accelerator=config.accelerator,
+        devices=config.devices,
+        max_steps=preset.max_steps,
+        max_epochs=-1,
+        max_time={"minutes": config.budget_minutes} if config.budget_minutes else None,
+        precision=lightning_precision(config.precision, device_type),
+        gradient_clip_val=1.0,
+        callbacks=[checkpoints, L.pytorch.callbacks.TQDMProgressBar(refresh_rate=10)],
+        logger=L.pytorch.loggers.CSVLogger(out, name="logs"),
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+    )
+    last = checkpoint_dir / "last.ckpt"
+    model.train()
+    start = time.perf_counter()
+    trainer.fit(module, loader, ckpt_path=str(last) if last.exists() else None)
+    seconds = time.perf_counter() - start
+    trainer.save_checkpoint(last)
+    model.save_pretrained(out / "model")
+    summary = {
+        "preset": asdict(preset),
+        "config": {**asdict(config), "exclude_titles": len(config.exclude_titles)},
+        "steps": trainer.global_step,
+        "steps_this_run": trainer.global_step - module.start_step,
+        "tokens_seen": module.tokens_seen,
+        "corpus_sequences": len(chunks),
+        "corpus_tokens": chunks.tokens,
+        "seconds_this_run": round(seconds, 1),
+        "last_loss": module.last_loss,
+    }
+    with atomic_write(out / "summary.json") as handle:
+        json.dump(summary, handle, indent=2)
+    return summary
+
+
+# ---- fine-tuning ---------------------------------------------------------------------------------
+@dataclass
+class FineTuneConfig:
+    """Shared fine-tuning settings (section 4.2 values where the paper gives them)."""
+
+    learning_rate: float = 5e-5
+    max_steps: int = 500
+    warmup_ratio: float = 0.1
+    batch_size: int = 8
+    """Questions per step (answer selection) or pairs per step (classification)."""
+    negatives: int = 15
+    """Sampled negatives per question (answer selection)."""
+    eval_every: int = 100
+    seed: int = 42
+
+
+def _optimise(
+    parameters: list[nn.Parameter],
+    config: FineTuneConfig,
+    step_loss: Callable[[int, np.random.Generator], torch.Tensor],
+    evaluate: Callable[[int], None],
+) -> None:
+    """AdamW + triangular schedule; ``evaluate(step)`` every ``eval_every`` steps and at the end."""
+    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=0.0)
+    schedule = linear_warmup_decay(
+        optimizer, int(config.warmup_ratio * config.max_steps), config.max_steps
+    )
+    rng = np.random.default_rng(config.seed)
+    for step in range(1, config.max_steps + 1):
+        loss = step_loss(step, rng)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+        optimizer.step()
+        schedule.step()
+        if step % config.eval_every == 0 or step == config.max_steps:
+            evaluate(step)
+
+
+def answer_selection_loss(
+    model: CrossThoughtModel, question: torch.Tensor, candidates: torch.Tensor, positives: list[int]
+) -> torch.Tensor:
+    """Eq. 10 for one question: mean over its positives of ``-log alpha[0][m]``."""
+    log_alpha = selection_log_probs(model, question[None], candidates)[0]
+    return -log_alpha[positives].mean()
+
+
+def finetune_answer_selection(
+    model: CrossThoughtModel,
+    train: Sequence[As2Record],
+    dev: Sequence[As2Record],
+    out: str | Path,
+    config: FineTuneConfig | None = None,
+) -> dict:
+    """Fine-tune with Eq. 10, keep the best dev-MAP ranker in ``OUT/model``; returns its metrics."""
+    config = config or FineTuneConfig()
+    out = Path(out)
+    torch.manual_seed(config.seed)
+    groups = [g for g in group_by_question(train).values() if any(r.label for r in g)]
+    if not groups:
+        raise InputError("no training question has a positive candidate", field="train")
+    dev = clean(dev)
+    if not dev:
+        raise InputError("no dev question has both positive and negative candidates", field="dev")
+    ranker = CrossThoughtRanker(model)
+    best: dict = {"map": -math.inf}
+
+    def step_loss(step: int, rng: np.random.Generator) -> torch.Tensor:
+        model.train()
+        chosen = rng.choice(len(groups), min(config.batch_size, len(groups)), replace=False)
+        questions, candidate_lists = [], []
+        for index in chosen:
+            group = groups[index]
+            positives = [r.candidate for r in group if r.label]
+            negatives = [r.candidate for r in group if not r.label]
+            if len(negatives) > config.negatives:
+                negatives = [
+                    negatives[i]
+                    for i in rng.choice(len(negatives), config.negatives, replace=False)
+                ]
+            questions.append(group[0].question)
+            candidate_lists.append((positives, negatives))
+        texts = list(dict.fromkeys(questions + [c for p, n in candidate_lists for c in p + n]))
+        row = {text: i for i, text in enumerate(texts)}
+        embeddings = model.embed(texts)
+        losses = []
+        for question, (positives, negatives) in zip(questions, candidate_lists, strict=True):
+            candidates = embeddings[[row[c] for c in positives + negatives]]
+            losses.append(
+                answer_selection_loss(
+                    model, embeddings[row[question]], candidates, list(range(len(positives)))
+                )
+            )
+        return torch.stack(losses).mean()
+
+    def evaluate(step: int) -> None:
+        ranker.clear_cache()
+        scores = ranker.predict(dev)
+        metrics = as2_metrics([r.question_id for r in dev], [r.label for r in dev], scores)
+        if metrics["map"] > best["map"]:
+            best.update(metrics, step=step)
+            ranker.save_pretrained(out / "model")
+
+    evaluate(0)
+    _optimise(list(model.parameters()), config, step_loss, evaluate)
+    ranker.clear_cache()
+    summary = {"best_dev": best, "train": asdict(config)}
+    with atomic_write(out / "best.json") as handle:
+        json.dump(summary, handle, indent=2)
+    return summary
+
+
+class PairClassifier(nn.Module):
+    """Eq. 11: ``softmax(W^c flatten([C_0; ...; C_{N-1}]))`` for a pair ``(X_0, X_1)``."""
+
+    def __init__(self, model: CrossThoughtModel, classes: int) -> None:
+        super().__init__()
+        self.model = model
+        self.classifier = nn.Linear(2 * model.embedding_dim, classes)
+
+    def forward(self, first: list[str], second: list[str]) -> torch.Tensor:
+        embeddings = torch.stack([self.model.embed(first), self.model.embed(second)], dim=1)
+        if self.model.config.cross_sequence:
+            embeddings, _ = self.model.cross_sequence(embeddings)  # (B, 2, N, d): C
+        return self.classifier(embeddings.flatten(1))
+
+    @torch.inference_mode()
+    def predict(self, pairs: Pairs, batch_size: int = 64) -> np.ndarray:
+        was_training = self.training
+        self.eval()
+        try:
+            logits = [
+                self(pairs.first[i : i + batch_size], pairs.second[i : i + batch_size])
+                for i in range(0, len(pairs), batch_size)
+            ]
+        finally:
+            self.train(was_training)
+        return torch.cat(logits).argmax(dim=-1).numpy()
+
+
+def pair_metrics(labels: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    """Accuracy (%) and, for two classes, F1 (%) of the positive class, as in SentEval."""
+    metrics = {"acc": 100.0 * float(np.mean(labels == predicted))}
+    if len(np.unique(labels)) == 2:
+        tp = int(np.sum((predicted == 1) & (labels == 1)))
+        denominator = int(np.sum(predicted == 1) + np.sum(labels == 1))
+        metrics["f1"] = 100.0 * 2 * tp / denominator if denominator else 0.0
+    return metrics
+
+
+def finetune_pair_classifier(
+    model: CrossThoughtModel,
+    train: Pairs,
+    dev: Pairs,
+    test: Pairs,
+    classes: int,
+    config: FineTuneConfig | None = None,
+) -> dict:
+    """Train Eq. 11 on ``train``, pick the step with the best dev accuracy, score ``test``."""
+    config = config or FineTuneConfig(learning_rate=2e-5, batch_size=32)
+    torch.manual_seed(config.seed)
+    classifier = PairClassifier(model, classes)
+    labels = torch.as_tensor(train.labels, dtype=torch.long)
+    best: dict = {"dev": {"acc": -math.inf}}
+    best_state: dict = {}
+
+    def step_loss(step: int, rng: np.random.Generator) -> torch.Tensor:
+        classifier.train()
+        rows = rng.choice(len(train), min(config.batch_size, len(train)), replace=False)
+        logits = classifier([train.first[i] for i in rows], [train.second[i] for i in rows])
+        return nn.functional.cross_entropy(logits, labels[rows])
+
+    def evaluate(step: int) -> None:
+        dev_metrics = pair_metrics(dev.labels, classifier.predict(dev))
+        if dev_metrics["acc"] > best["dev"]["acc"]:
+            best.update(step=step, dev=dev_metrics)
+            best_state.update(copy.deepcopy(classifier.state_dict()))
+
+    _optimise(list(classifier.parameters()), config, step_loss, evaluate)
+    classifier.load_state_dict(best_state)
+    best["test"] = pair_metrics(test.labels, classifier.predict(test))
+    return {**best, "train": asdict(config)}
+
+
+def split_off_dev(pairs: Pairs, fraction: float = 0.1, seed: int = 0) -> tuple[Pairs, Pairs]:
+    """A deterministic random ``fraction`` of ``pairs`` as dev (MRPC ships no dev split)."""
+    order = np.random.default_rng(seed).permutation(len(pairs))
+    cut = max(1, int(round(fraction * len(pairs))))
+
+    def take(rows: np.ndarray) -> Pairs:
+        return Pairs(
+            [pairs.first[i] for i in rows], [pairs.second[i] for i in rows], pairs.labels[rows]
+        )
+
+    return take(order[cut:]), take(order[:cut])

@@ -1,0 +1,123 @@
+"""The Cross-Thought encoder: Eq. 1-7, positions, encode(), saving and loading."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from cross_thought_fixtures import tiny_model
+
+import ctxsent
+from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.models.cross_thought import (
+    CrossThoughtConfig,
+    CrossThoughtModel,
+    CrossThoughtRanker,
+    selection_log_probs,
+)
+
+TEXTS = ["the lighthouse keeper lit the lamp", "a ship", "stones and sea water at night"]
+
+
+def test_encode_concatenates_the_special_tokens_and_ignores_batching(model):
+    batched = model.encode(TEXTS, batch_size=2)
+    single = np.concatenate([model.encode([t]) for t in TEXTS])
+    assert batched.shape == (3, 2 * 32)
+    np.testing.assert_allclose(batched, single, atol=1e-5)
+    special = model.encode_special(TEXTS)
+    np.testing.assert_allclose(batched[:, 32:], special[:, 1].numpy(), atol=1e-6)
+
+
+def test_special_positions_are_fixed_and_word_positions_shift(model):
+    ids = model.tokenize(["the lighthouse keeper"])
+    base = model.encode_tokens(ids["input_ids"], ids["attention_mask"])
+    shifted = model.encode_tokens(ids["input_ids"], ids["attention_mask"], torch.tensor([7]))
+    assert not torch.allclose(base, shifted)  # the words moved, so every state changes
+    table = model.bert.embeddings.position_embeddings
+    assert table.num_embeddings == model.config.num_special + model.config.word_positions
+    too_long = torch.ones(1, model.config.word_positions + 1, dtype=torch.long)
+    with pytest.raises(InputError, match="word positions"):
+        model.encode_tokens(too_long, too_long)
+
+
+def test_cross_sequence_alpha_is_eq7_and_masks_padded_sequences(model):
+    embeddings = torch.randn(2, 4, 2, 32)
+    mask = torch.tensor([[True, True, True, True], [True, True, False, False]])
+    fused, alpha = model.cross_sequence(embeddings, mask)
+    assert fused.shape == (2, 4, 2, 32) and alpha.shape == (2, 2, 2, 4, 4)
+    torch.testing.assert_close(alpha.sum(-1), torch.ones(2, 2, 2, 4))
+    assert alpha[1, :, :, :, 2:].abs().max() < 1e-6
+    logits = model.attention_logits(embeddings[0], embeddings[0])  # (4, N*heads, 4)
+    expected = alpha[0].reshape(4, 4, 4).permute(1, 0, 2)  # (query, N*heads, key)
+    torch.testing.assert_close(logits.softmax(-1), expected)
+
+
+def test_selection_log_probs_average_the_heads_over_candidates_only(model):
+    question, candidates = torch.randn(1, 2, 32), torch.randn(5, 2, 32)
+    log_probs = selection_log_probs(model, question, candidates)
+    per_head = model.attention_logits(question, candidates).softmax(-1)  # (1, 4, 5)
+    torch.testing.assert_close(log_probs.exp(), per_head.mean(1))
+    assert torch.isclose(log_probs.exp().sum(), torch.tensor(1.0))
+
+
+def test_mlm_baseline_has_no_cross_sequence_layers():
+    mlm = tiny_model(num_special=1, cross_sequence=False)
+    assert len(mlm.cross) == 0
+    with pytest.raises(InputError, match="without cross-sequence"):
+        mlm.attention_logits(torch.randn(1, 1, 32), torch.randn(2, 1, 32))
+    log_probs = selection_log_probs(mlm, torch.randn(1, 1, 32), torch.randn(3, 1, 32))
+    assert torch.isclose(log_probs.exp().sum(), torch.tensor(1.0))
+
+
+def test_save_and_load_round_trip(model, tmp_path):
+    folder = model.save_pretrained(tmp_path / "ct")
+    manifest = json.loads((folder / "ctxsent.json").read_text())
+    assert manifest["kind"] == "cross-thought" and manifest["config"]["num_special"] == 2
+    loaded = ctxsent.load(folder)
+    assert isinstance(loaded, CrossThoughtModel)
+    np.testing.assert_allclose(loaded.encode(TEXTS), model.encode(TEXTS), atol=1e-6)
+    ranker_folder = CrossThoughtRanker(model).save_pretrained(tmp_path / "ranker")
+    assert isinstance(ctxsent.load(ranker_folder), CrossThoughtRanker)
+
+
+def test_broken_folders_are_refused(model, tmp_path):
+    folder = model.save_pretrained(tmp_path / "ct")
+    (folder / "model.safetensors").write_bytes(b"not safetensors")
+    with pytest.raises(ModelFolderError, match="cannot load"):
+        CrossThoughtModel.from_pretrained(folder)
+    with pytest.raises(InputError, match="special token"):
+        CrossThoughtConfig(num_special=0)
+    with pytest.raises(InputError, match="unknown config fields"):
+        CrossThoughtConfig.from_dict({"num_special": 1, "colour": "red"})
+
+
+def test_init_from_a_bert_folder_copies_weights_and_positions(tiny_bert):
+    from transformers import BertModel
+
+    source = BertModel.from_pretrained(tiny_bert)
+    model = CrossThoughtModel.build(CrossThoughtConfig(backbone=str(tiny_bert), num_special=3))
+    words = model.bert.embeddings.word_embeddings.weight
+    torch.testing.assert_close(words, source.embeddings.word_embeddings.weight)
+    old = source.embeddings.position_embeddings.weight  # 256 rows
+    new = model.bert.embeddings.position_embeddings.weight
+    torch.testing.assert_close(new[:3], old[0].expand(3, -1))  # specials: [CLS] position
+    torch.testing.assert_close(new[3 : 3 + 255], old[1:256])  # word p: backbone p + 1
+    cls = words[model.tokenizer.cls_token_id]
+    torch.testing.assert_close(model.special.data, cls.expand(3, -1))
+
+
+def test_ranker_caches_candidates_and_scores_per_question(model):
+    from ctxsent.tasks.as2_records import As2Record
+
+    ranker = CrossThoughtRanker(model)
+    records = [
+        As2Record("q1", "where is the lamp?", c, int(i == 0))
+        for i, c in enumerate(["the lamp is on top", "a ship", "the sea"])
+    ] + [As2Record("q2", "who lit it?", "a ship", 1), As2Record("q2", "who lit it?", "x", 0)]
+    scores = ranker.predict(records)
+    assert set(ranker.cache) == {"the lamp is on top", "a ship", "the sea", "x"}
+    assert np.isclose(scores[:3].sum(), 1.0) and np.isclose(scores[3:].sum(), 1.0)
+    ranked = ranker.rank("where is the lamp?", ["the lamp is on top", "a ship", "the sea"])
+    assert [r.score for r in ranked] == sorted(scores[:3], reverse=True)

@@ -1,0 +1,137 @@
+"""Recall@k, candidate ranking by averaged attention weights, BM25 + FAISS retrieval."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+from cross_thought_fixtures import tiny_model
+
+from ctxsent.errors import InputError
+from ctxsent.evaluation.retrieval import (
+    BM25Scorer,
+    CrossThoughtScorer,
+    DenseScorer,
+    RetrievalPipeline,
+    evaluate_paragraph_ranking,
+    rank_candidates,
+    recall_at_k,
+    squad_paragraph_ranking,
+)
+
+PASSAGES = [
+    "the lighthouse keeper lit the lamp",
+    "ships sail across the sea",
+    "the castle has a tall tower",
+    "bread is baked in the oven",
+]
+
+
+def test_recall_at_k():
+    rankings = [np.array([2, 0, 1]), np.array([1, 2, 0])]
+    assert recall_at_k(rankings, [{0}, {0, 2}], ks=(1, 2, 3)) == {
+        "recall@1": 0.0,
+        "recall@2": 75.0,
+        "recall@3": 100.0,
+    }
+    with pytest.raises(InputError, match="rankings for"):
+        recall_at_k(rankings, [{0}])
+
+
+def test_rank_candidates_averages_per_head_softmaxes_over_the_candidate_set():
+    # head 0 prefers passage 0 a little; head 1 prefers passage 1 strongly
+    scores = np.array([[2.0, 1.9, 0.0], [0.0, 5.0, 0.0]])
+    assert rank_candidates(scores).tolist() == [1, 0, 2]
+    assert rank_candidates(scores[:1]).tolist() == [0, 1, 2]  # one head: score order
+    assert rank_candidates(scores, np.array([0, 2])).tolist() == [0, 2]
+
+
+def test_bm25_ranks_the_lexical_match_first():
+    scorer = BM25Scorer()
+    scorer.fit(PASSAGES)
+    scores = scorer.head_scores(["who lit the lamp?", "where is the tower?"])
+    assert scores.shape == (2, 1, 4)
+    assert [rank_candidates(s)[0] for s in scores] == [0, 2]
+
+
+class OneHotScorer(DenseScorer):
+    """Passage i's key is e_i; a query's vector puts weight 1 on the dimensions it names."""
+
+    heads = 1
+
+    def vectors(self, texts, role):
+        out = np.zeros((len(texts), 1, len(PASSAGES)), dtype=np.float32)
+        for row, text in enumerate(texts):
+            if role == "key":
+                out[row, 0, PASSAGES.index(text)] = 1
+            else:
+                for rank, index in enumerate(json.loads(text)["dense"]):
+                    out[row, 0, index] = 10 - rank
+        return out
+
+
+def test_pipeline_searches_faiss_only_within_the_bm25_shortlist():
+    pipeline = RetrievalPipeline(OneHotScorer(), first_stage=2)
+    pipeline.fit(PASSAGES)
+    # BM25 shortlists passages 0 and 1 ("lamp", "sea"); the dense order prefers 3, then 1
+    question = json.dumps({"dense": [3, 1, 0], "words": "lamp sea"})
+    assert pipeline.search([question], k=3)[0].tolist() == [1, 0]
+    dense_only = RetrievalPipeline(OneHotScorer(), first_stage=None)
+    dense_only.fit(PASSAGES)
+    assert dense_only.search([question], k=2)[0].tolist() == [3, 1]
+
+
+def test_cross_thought_scorer_gives_the_attention_logits():
+    model = tiny_model()
+    scorer = CrossThoughtScorer(model)
+    scorer.fit(PASSAGES)
+    scores = scorer.head_scores(["who lit the lamp?"])
+    assert scores.shape == (1, 2 * 2, 4)
+    expected = model.attention_logits(
+        model.encode_special(["who lit the lamp?"]), model.encode_special(PASSAGES)
+    )
+    np.testing.assert_allclose(scores, expected.detach().numpy(), atol=1e-5)
+
+
+def test_squad_paragraph_ranking_all_and_own_article(tmp_path):
+    squad = {
+        "data": [
+            {
+                "title": "A",
+                "paragraphs": [
+                    {
+                        "context": PASSAGES[0],
+                        "qas": [{"id": "1", "question": "who lit the lamp", "answers": []}],
+                    },
+                    {
+                        "context": PASSAGES[1],
+                        "qas": [
+                            {"id": "2", "question": "where do ships sail", "answers": []},
+                            {"id": "4", "question": "what is baked in the oven", "answers": []},
+                        ],
+                    },
+                ],
+            },
+            {
+                "title": "B",
+                "paragraphs": [
+                    {
+                        "context": PASSAGES[2],
+                        "qas": [{"id": "3", "question": "what is tall", "answers": []}],
+                    },
+                    {"context": PASSAGES[3], "qas": []},
+                ],
+            },
+        ]
+    }
+    path = tmp_path / "dev.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(squad).encode()))
+    data = squad_paragraph_ranking(path)
+    assert data.gold == [0, 1, 1, 2] and data.article_of.tolist() == [0, 0, 1, 1]
+    result = evaluate_paragraph_ranking(BM25Scorer(), data, ks=(1, 2))
+    # the oven question matches a paragraph of the other article, which own-article excludes
+    assert result["all_paragraphs"] == {"recall@1": 75.0, "recall@2": 75.0}
+    assert result["own_article"] == {"recall@1": 75.0, "recall@2": 100.0}
+    assert len(squad_paragraph_ranking(path, questions=2).questions) == 2

@@ -1,0 +1,131 @@
+"""Pre-training runs (resumable) and fine-tuning: answer selection (Eq. 10), pairs (Eq. 11)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from cross_thought_fixtures import synthetic_documents, tiny_model
+
+import ctxsent
+from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.models.cross_thought import CrossThoughtModel, CrossThoughtRanker
+from ctxsent.tasks.as2_records import As2Record
+from ctxsent.tasks.senteval import Pairs
+from ctxsent.training.cross_thought_train import (
+    FineTuneConfig,
+    PairClassifier,
+    PretrainConfig,
+    answer_selection_loss,
+    finetune_answer_selection,
+    finetune_pair_classifier,
+    pretrain_cross_thought,
+    split_off_dev,
+)
+
+
+def test_pretraining_saves_a_model_and_resumes(tiny_bert, tmp_path):
+    config = PretrainConfig(
+        preset="cross-thought-3-64-cpu",
+        backbone=str(tiny_bert),
+        max_steps=2,
+        max_sequences=40,
+        exclude_titles=("Town 0",),
+        accelerator="cpu",
+        precision="fp32",
+    )
+    first = pretrain_cross_thought(synthetic_documents(count=6, paragraphs=20), tmp_path, config)
+    assert first["steps"] == 2 and first["tokens_seen"] > 0 and np.isfinite(first["last_loss"])
+    assert (tmp_path / "checkpoints" / "last.ckpt").is_file()
+    model = ctxsent.load(tmp_path / "model")
+    assert isinstance(model, CrossThoughtModel) and model.config.num_special == 3
+    config.max_steps = 3
+    second = pretrain_cross_thought([], tmp_path, config)  # cached sequences, resumed run
+    assert second["steps"] == 3 and second["steps_this_run"] == 1
+    assert second["tokens_seen"] > first["tokens_seen"]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["corpus_sequences"] == first["corpus_sequences"] <= 40
+
+
+def test_answer_selection_loss_is_eq10():
+    model = tiny_model()
+    question, candidates = torch.randn(2, 32), torch.randn(4, 2, 32)
+    loss = answer_selection_loss(model, question, candidates, [1])
+    logits = torch.cat(
+        [model.cross[n].layers[0].logits(question[None, n], candidates[:, n]) for n in range(2)]
+    )  # (N*heads, 1, 4)
+    alpha = logits.softmax(-1).mean(0)[0]
+    torch.testing.assert_close(loss, -alpha[1].log())
+
+
+COLOURS = ["red", "green", "blue", "yellow", "purple", "orange"]
+
+
+def _same_shape_as2(questions: int, seed: int) -> list[As2Record]:
+    """Candidates differ only in their colour word, so only a trained model can match."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for q in range(questions):
+        colours = rng.permutation(COLOURS)[:4]
+        for k, colour in enumerate(colours):
+            records.append(
+                As2Record(
+                    f"q{q}", f"which box is {colours[0]}?", f"the box is {colour}.", int(k == 0)
+                )
+            )
+    return records
+
+
+def test_answer_selection_fine_tuning_learns_and_saves_a_ranker(tmp_path):
+    model = tiny_model()
+    train, dev = _same_shape_as2(60, seed=0), _same_shape_as2(12, seed=1)
+    config = FineTuneConfig(
+        learning_rate=3e-3, max_steps=60, batch_size=8, negatives=3, eval_every=20
+    )
+    summary = finetune_answer_selection(model, train, dev, tmp_path, config)
+    assert summary["best_dev"]["step"] > 0  # better than before fine-tuning
+    assert summary["best_dev"]["map"] > 0.75  # chance is ~0.52 for one positive among 4
+    ranker = ctxsent.load(tmp_path / "model")
+    assert isinstance(ranker, CrossThoughtRanker)
+    scores = ranker.predict(dev)  # the saved model is the best one
+    metrics = as2_metrics([r.question_id for r in dev], [r.label for r in dev], scores)
+    assert metrics["map"] == pytest.approx(summary["best_dev"]["map"])
+
+
+def _colour_pairs(count: int, seed: int) -> Pairs:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(2, size=count)
+    first = ["the sky is " + ("red" if y else "blue") for y in labels]
+    second = ["a box of " + str(rng.choice(["stones", "ships", "lamps"])) for _ in labels]
+    return Pairs(first, second, labels)
+
+
+def test_pair_classifier_uses_flattened_cross_sequence_outputs_and_learns():
+    model = tiny_model(num_special=3)
+    classifier = PairClassifier(model, classes=2)
+    assert classifier.classifier.in_features == 2 * 3 * 32  # C-bar is 2N x d
+    config = FineTuneConfig(learning_rate=3e-3, max_steps=40, batch_size=16, eval_every=20)
+    result = finetune_pair_classifier(
+        model, _colour_pairs(200, 0), _colour_pairs(40, 1), _colour_pairs(60, 2), 2, config
+    )
+    assert result["test"]["acc"] > 90 and "f1" in result["test"]
+
+
+def test_split_off_dev_is_deterministic_and_disjoint():
+    pairs = _colour_pairs(50, 0)
+    train, dev = split_off_dev(pairs, 0.2, seed=3)
+    again, _ = split_off_dev(pairs, 0.2, seed=3)
+    assert (len(train), len(dev)) == (40, 10) and train.first == again.first
+
+
+@pytest.mark.integration
+def test_minilm_initialised_cross_thought_encodes():
+    from ctxsent.models.cross_thought import CrossThoughtConfig
+
+    model = CrossThoughtModel.build(CrossThoughtConfig(num_special=2)).eval()
+    vectors = model.encode(["The lighthouse is on the island.", "Paris is in France."])
+    assert vectors.shape == (2, 2 * 384) and np.isfinite(vectors).all()
+    cls = model.bert.embeddings.word_embeddings.weight[model.tokenizer.cls_token_id]
+    torch.testing.assert_close(model.special.data[1], cls)

@@ -1,0 +1,94 @@
+import json
+
+import pytest
+import typer
+from encoder_data import synthetic_documents, write_corpus, write_word_vectors
+from typer.testing import CliRunner
+
+import ctxsent
+from ctxsent.errors import InputError
+from ctxsent.training.encoder_cli import parse_overrides, pretrain_encoder
+from ctxsent.training.encoder_presets import PRESETS, preset_config
+
+TINY = [
+    "--set", "embedding_dim=16", "--set", "hidden_size=16", "--set", "ffn_size=32",
+    "--set", "heads=2", "--set", "decoder_dims=8,16", "--set", "batch_size=8",
+    "--set", "expand_vocabulary=10", "--set", "max_sentences=none", "--set", "target_length=6",
+    "--set", "epochs=100",
+]  # fmt: skip
+
+
+@pytest.fixture
+def cli():
+    app = typer.Typer()
+    app.command()(pretrain_encoder)
+    return app
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus", synthetic_documents(8))
+    return corpus, write_word_vectors(tmp_path / "vectors.txt", dim=16)
+
+
+def run(cli, *args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=True)
+
+
+@pytest.mark.parametrize("preset", ["rnn-cnn-small-cpu", "mean-max-aae-cpu"])
+def test_cli_trains_saves_and_resumes(cli, inputs, tmp_path, preset):
+    corpus, vectors = inputs
+    out = tmp_path / "run"
+    common = [preset, "--corpus", corpus, "--out", out, "--word-vectors", vectors, *TINY]
+    first = run(cli, *common, "--max-steps", 2)
+    assert first.exit_code == 0, first.output
+    summary = json.loads((out / "train.json").read_text())
+    assert summary["steps"] == 2 and not summary["resumed"]
+    encoder = ctxsent.load(out / "encoder")
+    assert encoder.encode(["the cat sat .", "novel1"]).shape == (2, summary["encoder_dim"])
+    second = run(cli, *common, "--max-steps", 5)
+    assert second.exit_code == 0, second.output
+    resumed = json.loads((out / "train.json").read_text())
+    assert resumed["steps"] == 5 and resumed["resumed"]
+    changed = run(cli, *common, "--set", "hidden_size=8", "--max-steps", 6)
+    assert isinstance(changed.exception, InputError) and "other settings" in str(changed.exception)
+
+
+def test_cli_rejects_bad_input(cli, inputs, tmp_path):
+    corpus, vectors = inputs
+    bad_preset = run(cli, "no-such-preset", "--corpus", corpus, "--out", tmp_path / "a")
+    assert isinstance(bad_preset.exception, InputError)
+    not_corpus = run(cli, "rnn-cnn-small-cpu", "--corpus", tmp_path, "--out", tmp_path / "b")
+    assert isinstance(not_corpus.exception, InputError) and "not a corpus" in str(
+        not_corpus.exception
+    )
+    wrong_dim = run(
+        cli, "rnn-cnn-small", "--corpus", corpus, "--out", tmp_path / "c", "--word-vectors", vectors
+    )
+    assert isinstance(wrong_dim.exception, InputError) and "16-d" in str(wrong_dim.exception)
+    listing = run(cli, "x", "--list")
+    assert listing.exit_code == 0 and "mean-max-rae-cpu" in listing.output
+
+
+def test_overrides_are_typed_and_checked():
+    assert parse_overrides(["decoder_dims=8,16", "max_minutes=2", "max_sentences=none"]) == {
+        "decoder_dims": (8, 16),
+        "max_minutes": 2.0,
+        "max_sentences": None,
+    }
+    with pytest.raises(InputError, match="colour"):
+        parse_overrides(["colour=red"])
+    with pytest.raises(InputError, match="hidden_size"):
+        parse_overrides(["hidden_size=big"])
+
+
+def test_every_preset_has_a_cpu_variant_and_paper_values():
+    paper = [name for name in PRESETS if not name.endswith("-cpu")]
+    assert all(f"{name}-cpu" in PRESETS for name in paper)
+    small, large = preset_config("rnn-cnn-small"), preset_config("rnn-cnn-large")
+    assert (small.hidden_size, large.hidden_size, small.learning_rate) == (300, 1200, 5e-4)
+    assert (small.decoder_dims, small.target_length, small.batch_size) == ((600, 1200), 30, 512)
+    aae = preset_config("mean-max-aae")
+    assert (aae.hidden_size, aae.ffn_size, aae.heads, aae.max_grad_norm) == (2048, 4096, 8, 5.0)
+    assert preset_config("mean-max-rae").architecture == "lstm"
+    assert preset_config("rnn-cnn-ar-cnn-us").input_mode == "uniform-sampling"
