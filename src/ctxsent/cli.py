@@ -165,6 +165,9 @@ def finetune_as2_command(
     max_steps: Annotated[int | None, typer.Option(help="stop after this many steps")] = None,
     batch_size: int = 32,
     lr: float = 2e-5,
+    head_lr_scale: Annotated[
+        float, typer.Option(help="learning-rate multiplier for the new scoring head(s)")
+    ] = 1.0,
     warmup_ratio: float = 0.1,
     eval_every: Annotated[int, typer.Option(help="steps between dev evaluations")] = 200,
     patience: Annotated[int, typer.Option(help="evaluations without dev-MAP gain")] = 5,
@@ -203,6 +206,7 @@ def finetune_as2_command(
             ranker = CrossEncoderRanker.from_backbone(init, contextual, max_length, layers)
     config = As2TrainConfig(
         learning_rate=lr,
+        head_lr_scale=head_lr_scale,
         batch_size=batch_size,
         epochs=epochs,
         max_steps=max_steps,

@@ -70,3 +70,23 @@ def test_finetune_learns_saves_best_and_resumes(tiny_bert, tmp_path):
     assert again["dev"]["map"] >= best["dev"]["map"]
     summary = json.loads((tmp_path / "run" / "best.json").read_text())
     assert summary["train"]["epochs"] in (3, 4)
+
+
+def test_head_lr_scale_applies_to_the_scoring_heads_only(tiny_bert, tmp_path):
+    from types import SimpleNamespace
+
+    from ctxsent.models.cascade import CascadeRanker
+    from ctxsent.training.as2_finetune import As2FineTuneModule
+
+    ranker = CascadeRanker.from_backbone(str(tiny_bert), max_length=32)
+    config = As2TrainConfig(learning_rate=1e-4, head_lr_scale=10.0, weight_decay=0.01)
+    module = As2FineTuneModule(ranker, config, [], tmp_path)
+    module._trainer = SimpleNamespace(estimated_stepping_batches=10)
+    optimizer = module.configure_optimizers()["optimizer"]
+    heads = {id(p) for n, p in ranker.named_parameters() if n.startswith("heads.")}
+    for group in optimizer.param_groups:
+        in_heads = {id(p) in heads for p in group["params"]}
+        assert len(in_heads) == 1  # a group is all head or all encoder
+        assert group["initial_lr"] == pytest.approx(1e-3 if in_heads.pop() else 1e-4)
+    grouped = sum(len(group["params"]) for group in optimizer.param_groups)
+    assert grouped == len(list(ranker.parameters()))

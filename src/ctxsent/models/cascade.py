@@ -113,6 +113,8 @@ class CascadeRanker(TransformerRanker):
         self.heads = nn.ModuleList(exit_classifier(width) for _ in config.exits)
         self.last_cost: CascadeCost | None = None
 
+    head_prefix = "heads."  # the exit classifiers
+
     @property
     def num_stages(self) -> int:
         """Number of classifiers; ``alphas`` holds one drop rate per stage but the last."""

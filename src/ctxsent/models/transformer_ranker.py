@@ -103,6 +103,13 @@ class TransformerRanker(As2Ranker, nn.Module):
         self.config.contextual = self.contextual = contextual
         return self
 
+    #: Parameter-name prefix of the scoring head (HF sequence-classification head by default).
+    head_prefix = "model.classifier."
+
+    def head_parameter_names(self) -> list[str]:
+        """Names (as in ``named_parameters``) of the freshly initialised scoring head."""
+        return [name for name, _ in self.named_parameters() if name.startswith(self.head_prefix)]
+
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
