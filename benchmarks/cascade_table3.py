@@ -10,7 +10,7 @@ sequential at one alpha) run back to back, each ``--repeats`` times (median).
 Models come from ``benchmarks/cascade_train.sh``.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cascade_table3.py \
-        --runs runs/table3 --data squad-as2:runs/squad-as2-small --questions 40
+        --runs runs/table3 --data wikiqa:../shared/data/wikiqa --repeats 3
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def measure(name, run, records, repeats, cost=None):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("runs/table3"))
-    parser.add_argument("--data", default="squad-as2:runs/squad-as2-small")
+    parser.add_argument("--cascade", type=Path, help="cascade model (default RUNS/cascade/model)")
+    parser.add_argument("--data", default="wikiqa:../shared/data/wikiqa")
     parser.add_argument("--split", default="test")
     parser.add_argument("--questions", type=int, help="only the first N clean questions")
     parser.add_argument("--alphas", type=float, nargs="+", default=[0.3, 0.4, 0.5])
@@ -70,7 +71,7 @@ def main() -> None:
         int(folder.name.removeprefix("mono-")): ctxsent.load(folder / "model")
         for folder in sorted(args.runs.glob("mono-*"))
     }
-    cascade = ctxsent.load(args.runs / "cascade" / "model")
+    cascade = ctxsent.load(args.cascade or args.runs / "cascade" / "model")
     depth = cascade.model.config.num_hidden_layers
     sequential = SequentialRanker([mono[k] for k in sorted(mono)])
     bs = args.batch_size
@@ -147,6 +148,7 @@ def main() -> None:
     report = {
         "benchmark": "cascade_table3",
         "data": args.data,
+        "cascade": str(args.cascade or args.runs / "cascade" / "model"),
         "split": args.split,
         "questions": len({r.question_id for r in records}),
         "candidates": len(records),

@@ -19,7 +19,7 @@ from ctxsent.corpus.cli import app as corpus_app
 from ctxsent.errors import CtxsentError, InputError
 from ctxsent.evaluation.senteval_cli import senteval
 from ctxsent.tasks.cli import app as data_app
-from ctxsent.training import cross_thought_cli
+from ctxsent.training import cross_thought_cli, ssp_cli
 from ctxsent.training.encoder_cli import pretrain_encoder
 
 app = typer.Typer(no_args_is_help=True, help=__doc__.split("\n")[0], pretty_exceptions_enable=False)
@@ -27,15 +27,19 @@ finetune_app = typer.Typer(no_args_is_help=True, help="Fine-tune rankers on labe
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluate rankers and sentence encoders.")
 cascade_app = typer.Typer(no_args_is_help=True, help="Cascade Transformer tools.")
 pretrain_app = typer.Typer(no_args_is_help=True, help="Pre-train sentence encoders on a corpus.")
+pretrain_data_app = typer.Typer(no_args_is_help=True, help="Build pre-training examples.")
 app.add_typer(corpus_app, name="corpus")
 app.add_typer(data_app, name="data", help="Build derived datasets (e.g. SQuAD -> AS2).")
 app.add_typer(finetune_app, name="finetune")
 app.add_typer(eval_app, name="eval")
 app.add_typer(cascade_app, name="cascade")
 app.add_typer(pretrain_app, name="pretrain")
+app.add_typer(pretrain_data_app, name="pretrain-data")
 eval_app.command("senteval")(senteval)
 pretrain_app.command("cross-thought")(cross_thought_cli.pretrain_command)
 pretrain_app.command("encoder")(pretrain_encoder)
+pretrain_app.command("ssp")(ssp_cli.pretrain_ssp)
+pretrain_data_app.command("ssp")(ssp_cli.pretrain_data_ssp)
 finetune_app.command("cross-thought")(cross_thought_cli.finetune_command)
 eval_app.command("retrieval")(cross_thought_cli.retrieval_command)
 

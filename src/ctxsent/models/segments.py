@@ -21,7 +21,7 @@ import torch
 _FLOORS = (32, 32, 0)  # minimum tokens kept per segment before cutting the previous one
 
 
-def _budgets(lengths: list[int], room: int) -> list[int]:
+def segment_budgets(lengths: list[int], room: int) -> list[int]:
     """Tokens to keep per segment so that ``sum(kept) <= room`` (see module docstring)."""
     kept = list(lengths)
     for index in reversed(range(len(kept))):
@@ -57,7 +57,7 @@ def encode_segments(
     encoded = []
     for i in range(size):
         parts = [column[i] for column in pieces]
-        kept = _budgets([len(part) for part in parts], room)
+        kept = segment_budgets([len(part) for part in parts], room)
         ids, types = [cls], [0]
         for segment_id, (part, keep) in enumerate(zip(parts, kept, strict=True)):
             ids += part[:keep] + [sep]

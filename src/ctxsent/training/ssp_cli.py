@@ -1,0 +1,86 @@
+"""Command functions for SSP pre-training, mounted by ``ctxsent.cli``.
+
+``ctxsent pretrain-data ssp`` builds tokenised SSP examples from a corpus
+folder; ``ctxsent pretrain ssp`` runs MLM + SSP continuous pre-training from a
+named preset. Heavy imports stay inside the functions so ``--help`` is instant.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def pretrain_data_ssp(
+    corpus: Annotated[Path, typer.Option(help="corpus folder ('ctxsent corpus build')")],
+    out: Annotated[Path, typer.Option(help="output dataset folder")],
+    objective: Annotated[str, typer.Option(help="sdc | dpc | dslc | all")] = "dpc",
+    tokenizer: Annotated[
+        str, typer.Option(help="tokenizer of the backbone to pre-train (name or folder)")
+    ] = "all-MiniLM-L6-v2",
+    num_proc: Annotated[int, typer.Option(help="worker processes")] = 1,
+    seed: int = 0,
+    max_length: int = 128,
+    block_size: Annotated[
+        int, typer.Option(help="documents per work unit; easy negatives come from the same block")
+    ] = 500,
+    positives_per_paragraph: int = 1,
+    max_documents: Annotated[int | None, typer.Option(help="use the first N documents")] = None,
+    overwrite: bool = False,
+) -> None:
+    """Build SSP (s1, s2, context, label) examples, tokenised (SSP paper, section 4)."""
+    from ctxsent.objectives.ssp import SspConfig
+    from ctxsent.objectives.ssp_data import build_ssp_dataset
+
+    config = SspConfig(
+        objective=objective,
+        seed=seed,
+        max_length=max_length,
+        block_size=block_size,
+        positives_per_paragraph=positives_per_paragraph,
+    )
+    summary = build_ssp_dataset(
+        corpus, out, config, tokenizer, num_proc, overwrite, max_documents=max_documents
+    )
+    typer.echo(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=2))
+
+
+def pretrain_ssp(
+    data: Annotated[Path, typer.Option(help="folder from 'ctxsent pretrain-data ssp'")],
+    out: Annotated[Path, typer.Option(help="run folder; the model goes to OUT/model")],
+    preset: Annotated[
+        str, typer.Option(help="ssp-{sdc,dpc,dslc,all} (GPU scale) or ssp-...-cpu")
+    ] = "ssp-dpc-cpu",
+    backbone: Annotated[str | None, typer.Option(help="override the preset's backbone")] = None,
+    max_steps: int | None = None,
+    batch_size: int | None = None,
+    lr: float | None = None,
+    warmup_steps: int | None = None,
+    save_every: int | None = None,
+    precision: Annotated[str | None, typer.Option(help="auto | fp32 | bf16 | fp16")] = None,
+    accelerator: str | None = None,
+    devices: str | None = None,
+    seed: int | None = None,
+) -> None:
+    """Continuous pre-training with MLM + SSP; resumable; fine-tune OUT/model with --contextual."""
+    from ctxsent.training.ssp_pretrain import preset as named
+    from ctxsent.training.ssp_pretrain import pretrain_ssp as run
+
+    config = named(
+        preset,
+        backbone=backbone,
+        max_steps=max_steps,
+        batch_size=batch_size,
+        learning_rate=lr,
+        warmup_steps=warmup_steps,
+        save_every=save_every,
+        precision=precision,
+        accelerator=accelerator,
+        devices=int(devices) if devices and devices.isdigit() else devices,
+        seed=seed,
+    )
+    result = run(data, out, config)
+    typer.echo(json.dumps({k: result[k] for k in ("steps", "final")}, indent=2))

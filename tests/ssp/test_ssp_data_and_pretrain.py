@@ -1,0 +1,129 @@
+import json
+
+import lightning as L
+import pytest
+import torch
+import typer
+from ssp_corpus import documents, write_corpus
+from typer.testing import CliRunner
+
+from ctxsent.errors import InputError
+from ctxsent.objectives.ssp import SspConfig
+from ctxsent.objectives.ssp_data import build_ssp_dataset, load_ssp_dataset
+from ctxsent.training import ssp_cli
+from ctxsent.training.ssp_pretrain import SspPretrainConfig, preset, pretrain_ssp
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return write_corpus(tmp_path_factory.mktemp("corpus") / "c", documents(40, seed=1))
+
+
+@pytest.fixture(scope="module")
+def ssp_data(corpus, tiny_bert, tmp_path_factory):
+    out = tmp_path_factory.mktemp("ssp") / "dpc"
+    build_ssp_dataset(corpus, out, SspConfig(block_size=8, max_length=64), str(tiny_bert))
+    return out
+
+
+def test_dataset_is_the_same_for_any_number_of_processes(corpus, tiny_bert, tmp_path):
+    config = SspConfig(objective="all", block_size=7, seed=3)
+    one = build_ssp_dataset(corpus, tmp_path / "one", config, str(tiny_bert), num_proc=1)
+    two = build_ssp_dataset(corpus, tmp_path / "two", config, str(tiny_bert), num_proc=2)
+    first, _ = load_ssp_dataset(tmp_path / "one")
+    second, _ = load_ssp_dataset(tmp_path / "two")
+    assert first.to_dict() == second.to_dict()
+    assert one["examples"] == two["examples"] == len(first) > 100
+    assert one["positives"] * 5 >= one["examples"] > one["positives"] * 4
+    assert set(one["by_objective"]) == {"sdc", "dpc", "dslc"}
+    assert (tmp_path / "one" / "tokenizer" / "tokenizer.json").is_file()
+
+
+def test_bad_inputs_are_refused_before_work_starts(corpus, tiny_bert, tmp_path):
+    with pytest.raises(InputError, match="not a corpus folder"):
+        build_ssp_dataset(tmp_path, tmp_path / "out", SspConfig(), str(tiny_bert))
+    (tmp_path / "exists").mkdir()
+    with pytest.raises(InputError, match="already exists"):
+        build_ssp_dataset(corpus, tmp_path / "exists", SspConfig(), str(tiny_bert))
+    with pytest.raises(InputError, match="not an SSP dataset"):
+        load_ssp_dataset(corpus)
+
+
+def test_cli_builds_data_and_reports_bad_objective(corpus, tiny_bert, tmp_path):
+    app = typer.Typer()
+    app.command("data")(ssp_cli.pretrain_data_ssp)
+    app.command("train")(ssp_cli.pretrain_ssp)
+    runner = CliRunner()
+    args = ["data", "--corpus", str(corpus), "--tokenizer", str(tiny_bert), "--block-size", "10"]
+    result = runner.invoke(app, [*args, "--out", str(tmp_path / "d"), "--objective", "dslc"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout[result.stdout.index("{") :])
+    assert summary["by_objective"] == {"dslc": summary["examples"]}
+    bad = runner.invoke(app, [*args, "--out", str(tmp_path / "e"), "--objective", "nsp"])
+    assert isinstance(bad.exception, InputError) and not (tmp_path / "e").exists()
+    wrong = runner.invoke(
+        app, ["train", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "r")]
+    )
+    assert "holds 'dslc' examples" in str(wrong.exception)  # default preset is ssp-dpc-cpu
+
+
+def test_presets_cover_each_objective_at_both_scales():
+    for objective in ("sdc", "dpc", "dslc", "all"):
+        assert preset(f"ssp-{objective}").batch_size == 4096
+        assert preset(f"ssp-{objective}-cpu", max_steps=7).max_steps == 7
+    with pytest.raises(InputError, match="unknown preset"):
+        preset("ssp-nsp")
+
+
+def _tiny_ranker(tiny_bert):
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+
+    torch.manual_seed(0)
+    return CrossEncoderRanker.from_backbone(str(tiny_bert), contextual=True, max_length=64)
+
+
+def _config(steps, **kwargs):
+    return SspPretrainConfig(
+        objective="dpc",
+        batch_size=8,
+        max_steps=steps,
+        warmup_steps=2,
+        save_every=2,
+        learning_rate=1e-3,
+        max_length=64,
+        accelerator="cpu",
+        precision="fp32",
+        **kwargs,
+    )
+
+
+class _Crash(L.Callback):
+    def on_train_batch_end(self, trainer, *args):
+        if trainer.global_step == 5:
+            raise RuntimeError("interrupted")
+
+
+def test_pretraining_resumes_exactly_and_output_fine_tunes_without_conversion(
+    ssp_data, tiny_bert, tmp_path
+):
+    from ctxsent.saving import load
+
+    whole = pretrain_ssp(ssp_data, tmp_path / "whole", _config(6), _tiny_ranker(tiny_bert))
+    assert whole["steps"] == 6 and whole["final"]["ssp"] > 0 and whole["final"]["mlm"] > 0
+    with pytest.raises(RuntimeError, match="interrupted"):  # a crash after step 5
+        pretrain_ssp(ssp_data, tmp_path / "split", _config(6), _tiny_ranker(tiny_bert), [_Crash()])
+    resumed = pretrain_ssp(ssp_data, tmp_path / "split", _config(6), _tiny_ranker(tiny_bert))
+    assert resumed["steps"] == 6
+    a = load(tmp_path / "whole" / "model").model.state_dict()
+    b = load(tmp_path / "split" / "model").model.state_dict()
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    # what 'ctxsent finetune as2 --init OUT/model --contextual' does
+    ranker = load(tmp_path / "whole" / "model").with_context(True)
+    start = _tiny_ranker(tiny_bert).model.state_dict()
+    assert ranker.contextual and ranker.model.config.type_vocab_size == 3
+    assert set(ranker.model.state_dict()) == set(a)
+    assert all(torch.equal(ranker.model.state_dict()[k], a[k]) for k in a)
+    assert not torch.equal(
+        a["bert.embeddings.token_type_embeddings.weight"],
+        start["bert.embeddings.token_type_embeddings.weight"],
+    )
