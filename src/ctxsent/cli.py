@@ -18,6 +18,8 @@ import typer
 from ctxsent.corpus.cli import app as corpus_app
 from ctxsent.errors import CtxsentError, InputError
 from ctxsent.evaluation.senteval_cli import senteval
+from ctxsent.export import export_command
+from ctxsent.serving.cli import serve
 from ctxsent.tasks.cli import app as data_app
 from ctxsent.training import cross_thought_cli, ssp_cli
 from ctxsent.training.encoder_cli import pretrain_encoder
@@ -42,6 +44,8 @@ pretrain_app.command("ssp")(ssp_cli.pretrain_ssp)
 pretrain_data_app.command("ssp")(ssp_cli.pretrain_data_ssp)
 finetune_app.command("cross-thought")(cross_thought_cli.finetune_command)
 eval_app.command("retrieval")(cross_thought_cli.retrieval_command)
+app.command("serve")(serve)
+app.command("export")(export_command)
 
 EXAMPLES = Path(__file__).parent / "examples"
 ModelOption = Annotated[
@@ -182,6 +186,8 @@ def finetune_as2_command(
     precision: Annotated[str, typer.Option(help="auto | fp32 | bf16 | fp16")] = "auto",
     accelerator: str = "auto",
     devices: str = "auto",
+    strategy: Annotated[str, typer.Option(help="Lightning strategy: auto | ddp | fsdp")] = "auto",
+    num_nodes: Annotated[int, typer.Option(help="machines (torchrun / SLURM)")] = 1,
     seed: int = 42,
 ) -> None:
     """Fine-tune a cross-encoder AS2 ranker; early stopping on dev MAP; resumable."""
@@ -221,6 +227,8 @@ def finetune_as2_command(
         precision=precision,
         accelerator=accelerator,
         devices=int(devices) if devices.isdigit() else devices,
+        strategy=strategy,
+        num_nodes=num_nodes,
         seed=seed,
     )
     best = finetune_as2(ranker, train, dev, out, config)

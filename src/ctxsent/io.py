@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -58,6 +60,32 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
+class _CheckedGzipFile(gzip.GzipFile):
+    """A gzip reader whose corrupt or truncated streams raise :class:`InputError`."""
+
+    def _checked(self, read, *args):
+        try:
+            return read(*args)
+        except (gzip.BadGzipFile, EOFError, zlib.error) as err:
+            raise InputError(f"not a valid gzip file ({err})", path=self.name) from None
+
+    def read(self, size=-1):
+        return self._checked(super().read, size)
+
+    def read1(self, size=-1):
+        return self._checked(super().read1, size)
+
+    def readline(self, size=-1):
+        return self._checked(super().readline, size)
+
+    def peek(self, n):
+        return self._checked(super().peek, n)
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    return _CheckedGzipFile(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
 def open_text(path: str | Path, encoding: str = "utf-8") -> IO[str]:
     """Open a text file (``.gz`` transparently) after checking that it exists.
 
@@ -68,7 +96,7 @@ def open_text(path: str | Path, encoding: str = "utf-8") -> IO[str]:
     if not path.is_file():
         raise InputError("no such file", path=path)
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding=encoding, newline="")
+        return io.TextIOWrapper(_CheckedGzipFile(path, "rb"), encoding=encoding, newline="")
     return open(path, encoding=encoding, newline="")
 
 
@@ -81,8 +109,7 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int,
     path = Path(path)
     if not path.is_file():
         raise InputError("no such file", path=path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
+    with _open_binary(path) as handle:
         for line_no, raw in enumerate(handle, start=1):
             try:
                 line = raw.decode(encoding)

@@ -61,6 +61,8 @@ def read_manifest(folder: str | Path) -> dict:
         raise ModelFolderError(f"corrupt manifest ({err})", path=manifest_path) from None
     if not isinstance(manifest, dict) or "kind" not in manifest:
         raise ModelFolderError("manifest has no model kind", path=manifest_path, field="kind")
+    if not isinstance(manifest.get("config"), dict):
+        raise ModelFolderError("manifest has no config object", path=manifest_path, field="config")
     if manifest.get("format") != FORMAT_VERSION:
         raise ModelFolderError(
             f"unsupported format {manifest.get('format')!r} (expected {FORMAT_VERSION})",

@@ -37,6 +37,7 @@ from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.transformer_ranker import (
     RankerConfig,
     TransformerRanker,
+    config_from,
     load_folder,
     quiet_transformers,
 )
@@ -161,8 +162,13 @@ class CascadeRanker(TransformerRanker):
         heads_path = Path(path) / HEADS_FILE
         if not heads_path.is_file():
             raise ModelFolderError(f"missing {HEADS_FILE}", path=path)
-        ranker = cls(model, tokenizer, CascadeConfig(**manifest["config"]))
-        ranker.heads.load_state_dict(load_file(heads_path))
+        from safetensors import SafetensorError
+
+        ranker = cls(model, tokenizer, config_from(CascadeConfig, manifest, path))
+        try:
+            ranker.heads.load_state_dict(load_file(heads_path))
+        except (SafetensorError, RuntimeError) as err:
+            raise ModelFolderError(f"cannot load {HEADS_FILE}: {err}", path=path) from None
         return ranker
 
     def save_weights(self, folder: Path) -> None:

@@ -21,6 +21,7 @@ from ctxsent.models.segments import pad_batch
 from ctxsent.models.transformer_ranker import (
     RankerConfig,
     TransformerRanker,
+    config_from,
     load_folder,
     quiet_transformers,
 )
@@ -76,7 +77,7 @@ class CrossEncoderRanker(TransformerRanker):
                 folder, use_safetensors=True
             ),
         )
-        return cls(model, tokenizer, RankerConfig(**manifest["config"]))
+        return cls(model, tokenizer, config_from(RankerConfig, manifest, path))
 
     def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
         """Logits, one per example."""

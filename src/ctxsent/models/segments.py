@@ -51,6 +51,10 @@ def encode_segments(
     size = len(segments[0])
     if any(len(column) != size for column in segments):
         raise ValueError("every segment column must have one entry per example")
+    if max_length < len(segments) + 1:
+        raise ValueError(f"max_length {max_length} leaves no room for {len(segments)} segments")
+    if size == 0:
+        return []
     pieces = [tokenizer(list(column), add_special_tokens=False)["input_ids"] for column in segments]
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
     room = max_length - 1 - len(segments)  # [CLS] plus one [SEP] per segment

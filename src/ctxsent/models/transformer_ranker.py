@@ -72,6 +72,7 @@ def quiet_transformers() -> None:
 
 def load_folder(path: str | Path, kind: str, load_model) -> tuple[dict, nn.Module, object]:
     """Manifest, network (``load_model(path)``) and tokenizer of a saved ``kind`` folder."""
+    from safetensors import SafetensorError
     from transformers import AutoTokenizer
 
     manifest = read_manifest(path)
@@ -80,8 +81,18 @@ def load_folder(path: str | Path, kind: str, load_model) -> tuple[dict, nn.Modul
     quiet_transformers()
     try:
         return manifest, load_model(path), AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, SafetensorError) as err:
         raise ModelFolderError(f"cannot load weights or tokenizer: {err}", path=path) from None
+
+
+def config_from(config_class, manifest: dict, path: str | Path):
+    """``config_class(**manifest["config"])``, or a :class:`ModelFolderError` naming the folder."""
+    try:
+        return config_class(**manifest["config"])
+    except TypeError as err:
+        raise ModelFolderError(
+            f"config does not fit {config_class.__name__}: {err}", path=path, field="config"
+        ) from None
 
 
 class TransformerRanker(As2Ranker, nn.Module):

@@ -55,6 +55,9 @@ class As2TrainConfig:
     precision: str = "auto"
     accelerator: str = "auto"
     devices: int | str = "auto"
+    #: Lightning strategy: "auto", "ddp", "fsdp", ... (many GPUs or machines).
+    strategy: str = "auto"
+    num_nodes: int = 1
     seed: int = 42
 
 
@@ -135,9 +138,16 @@ class As2FineTuneModule(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["best_dev_map"] = self.best_dev_map
+        checkpoint["torch_rng_state"] = torch.get_rng_state()  # dropout continues where it was
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """Restore what makes a resumed run step like an uninterrupted one."""
         self.best_dev_map = checkpoint.get("best_dev_map", -math.inf)
+        if "torch_rng_state" in checkpoint:
+            torch.set_rng_state(checkpoint["torch_rng_state"])
+        progress = checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]
+        if self.train_batches is not None and not progress["is_last_batch"]:
+            self.train_batches.skip = progress["current"]["ready"]
 
     def configure_optimizers(self):
         heads = set(self.ranker.head_parameter_names())
@@ -178,7 +188,14 @@ def _loader(ranker: CrossEncoderRanker, records: Sequence[As2Record], batch_samp
         labels = torch.tensor([float(r.label) for r in batch])
         return ranker.features(batch), labels, torch.tensor(indices)
 
-    return DataLoader(range(len(records)), batch_sampler=batch_sampler, collate_fn=collate)
+    # Its own generator: creating a loader iterator draws a seed, which must not shift
+    # the global RNG that dropout uses (a resumed run creates iterators at other times).
+    return DataLoader(
+        range(len(records)),
+        batch_sampler=batch_sampler,
+        collate_fn=collate,
+        generator=torch.Generator(),
+    )
 
 
 def _char_lengths(records: Sequence[As2Record]) -> list[int]:
@@ -210,8 +227,12 @@ def finetune_as2(
         ranker, dev, length_sorted_batches(_char_lengths(dev), config.eval_batch_size)
     )
     module = As2FineTuneModule(ranker, config, dev, out_dir, train_batches)
-    checkpoints = L.pytorch.callbacks.ModelCheckpoint(
-        dirpath=out_dir / "checkpoints", save_last=True, save_top_k=0, every_n_train_steps=None
+    checkpoints = L.pytorch.callbacks.ModelCheckpoint(  # after every dev evaluation
+        dirpath=out_dir / "checkpoints",
+        filename="latest",
+        save_top_k=1,  # no monitor: keeps the newest only
+        save_last="link",  # last.ckpt points at it
+        enable_version_counter=False,
     )
     stopper = L.pytorch.callbacks.EarlyStopping("dev_map", mode="max", patience=config.patience)
     steps_per_epoch = len(train_batches)
@@ -226,6 +247,8 @@ def finetune_as2(
         default_root_dir=out_dir,
         accelerator=accelerator,
         devices=config.devices,
+        strategy=config.strategy,
+        num_nodes=config.num_nodes,
         max_epochs=config.epochs,
         max_steps=config.max_steps or -1,
         precision=lightning_precision(config.precision, device_type),
@@ -243,4 +266,5 @@ def finetune_as2(
     trainer.fit(module, train_loader, dev_loader, ckpt_path=str(last) if last.exists() else None)
     if not trainer.should_stop and trainer.global_step % eval_every:
         trainer.validate(module, dev_loader, verbose=False)
+    trainer.strategy.barrier()  # rank 0 writes best.json
     return json.loads((out_dir / "best.json").read_text())

@@ -1,0 +1,68 @@
+"""A tiny AS2 fine-tuning run on 1 or 2 CPU processes, as a script (Lightning relaunches it).
+
+    python tests/reliability/ddp_run.py TINY_BERT OUT DEVICES
+
+Dropout is switched off so that the ranks' different random streams change
+nothing. Rank 0 writes ``OUT/trace.json``: per step, the mean loss over all
+ranks and the training examples each rank saw.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+GLOBAL_BATCH = 16
+STEPS = 4
+
+
+def main(tiny_bert: str, out: str, devices: int) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+    from ctxsent.training import as2_finetune
+    from synthetic import synthetic_as2
+
+    trace: list[dict] = []
+    train_step = as2_finetune.As2FineTuneModule.training_step
+
+    def traced_step(self, batch, batch_idx):
+        loss = train_step(self, batch, batch_idx)
+        mean, seen = loss.detach().clone(), [batch[2].tolist()]
+        if dist.is_initialized():
+            dist.all_reduce(mean)
+            mean /= dist.get_world_size()
+            seen = [None] * dist.get_world_size()
+            dist.all_gather_object(seen, batch[2].tolist())
+        trace.append({"loss": mean.item(), "examples": seen})
+        return loss
+
+    as2_finetune.As2FineTuneModule.training_step = traced_step
+    torch.manual_seed(0)
+    ranker = CrossEncoderRanker.from_backbone(tiny_bert, max_length=32)
+    for module in ranker.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    config = as2_finetune.As2TrainConfig(
+        learning_rate=3e-3,
+        batch_size=GLOBAL_BATCH,
+        epochs=1,
+        max_steps=STEPS,
+        eval_every=STEPS,
+        warmup_ratio=0.0,
+        seed=0,
+        precision="fp32",
+        accelerator="cpu",
+        devices=devices,
+    )
+    train, dev = synthetic_as2(16, seed=1), synthetic_as2(4, seed=2)
+    as2_finetune.finetune_as2(ranker, train, dev, out, config)
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        (Path(out) / "trace.json").write_text(json.dumps(trace))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for synthetic
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))

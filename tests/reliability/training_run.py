@@ -1,0 +1,40 @@
+"""A tiny, deterministic AS2 fine-tuning run, importable by tests and runnable as a child process.
+
+    python tests/reliability/training_run.py TINY_BERT OUT [SLEEP_PER_STEP]
+
+The sleep (seconds after every training step) only slows the run down so
+that a test can kill it midway; it changes no number.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+CONFIG = dict(
+    learning_rate=3e-3, batch_size=8, epochs=2, eval_every=6, warmup_ratio=0.2, seed=0,
+    precision="fp32", accelerator="cpu", devices=1, patience=100,
+)  # fmt: skip
+
+
+def run(tiny_bert: str | Path, out: str | Path, sleep: float = 0.0) -> dict:
+    """Train a tiny cross-encoder for 2 epochs of 12 steps; dev evaluation every 6 steps."""
+    import torch
+
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+    from ctxsent.training import as2_finetune
+    from synthetic import synthetic_as2
+
+    if sleep:
+        as2_finetune.As2FineTuneModule.on_train_batch_end = lambda *_: time.sleep(sleep)
+    torch.manual_seed(0)
+    ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
+    train, dev = synthetic_as2(24, seed=1), synthetic_as2(8, seed=2)
+    config = as2_finetune.As2TrainConfig(**CONFIG)
+    return as2_finetune.finetune_as2(ranker, train, dev, out, config)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for synthetic
+    run(sys.argv[1], sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 0.0)

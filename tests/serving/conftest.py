@@ -1,0 +1,36 @@
+"""Fixtures for the service tests: tiny random rankers and an encoder."""
+
+import pytest
+import torch
+
+from ctxsent.models.bi_encoder import BiEncoder
+from ctxsent.models.cascade import CascadeRanker
+from ctxsent.models.cross_encoder import CrossEncoderRanker
+from synthetic import make_tiny_bert
+
+
+@pytest.fixture(scope="session")
+def tiny_ranker(tiny_bert) -> CrossEncoderRanker:
+    """A contextual tiny cross-encoder with random weights (fp32 for exact comparisons)."""
+    torch.manual_seed(0)
+    ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), contextual=True, max_length=64)
+    ranker.precision = "fp32"
+    return ranker.eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_cascade(tmp_path_factory) -> CascadeRanker:
+    torch.manual_seed(0)
+    folder = make_tiny_bert(tmp_path_factory.mktemp("tiny4"), layers=4)
+    return CascadeRanker.from_backbone(str(folder), max_length=64).eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tiny_bert) -> BiEncoder:
+    from transformers import AutoModel, AutoTokenizer
+
+    return BiEncoder(
+        AutoModel.from_pretrained(tiny_bert).eval(),
+        AutoTokenizer.from_pretrained(tiny_bert),
+        max_length=64,
+    )

@@ -1,0 +1,214 @@
+"""The HTTP service: ranking, batching, encoding, limits and recovery from bad requests."""
+
+import asyncio
+
+import httpx
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from ctxsent.models.baseline_rankers import BM25Ranker
+from ctxsent.serving.app import BatchConfig, create_app
+from ctxsent.serving.limits import ServeLimits
+from ctxsent.tasks.as2_records import As2Record
+
+WORDS = ["the", "lighthouse", "keeper", "lit", "lamp", "at", "dusk", "ships", "rocky", "island"]
+DOCUMENT = (
+    "The lighthouse stands on a rock. It was built in 1850 by the harbour board. "
+    "Its lamp burns oil. Ships see it from twenty miles away."
+)
+
+
+def candidates(n: int, seed: int) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    text = lambda: " ".join(rng.choice(WORDS, size=int(rng.integers(2, 12))))  # noqa: E731
+    return [{"text": text(), "previous": text(), "next": ""} for _ in range(n)]
+
+
+@pytest.fixture
+def client(tiny_ranker):
+    limits = ServeLimits(max_candidates=20, max_chars=200, max_document_chars=400, max_batch=64)
+    with TestClient(create_app(tiny_ranker, limits)) as test_client:
+        yield test_client
+
+
+def test_rank_matches_the_ranker_and_applies_top_k(client, tiny_ranker):
+    items = candidates(7, seed=1)
+    response = client.post("/rank", json={"question": "who lit the lamp?", "candidates": items})
+    assert response.status_code == 200
+    answers = response.json()["answers"]
+    expected = tiny_ranker.rank(
+        "who lit the lamp?", [c["text"] for c in items], [(c["previous"], c["next"]) for c in items]
+    )
+    assert [a["index"] for a in answers] == [e.index for e in expected]
+    assert [a["score"] for a in answers] == pytest.approx([e.score for e in expected], abs=1e-5)
+    assert answers[0]["previous"] == items[answers[0]["index"]]["previous"]
+    top = client.post("/rank", json={"question": "q?", "candidates": ["a b", "c"], "top_k": 1})
+    assert len(top.json()["answers"]) == 1
+
+
+def test_rank_document_uses_neighbours_as_context(client, tiny_ranker):
+    response = client.post("/rank", json={"question": "when was it built?", "document": DOCUMENT})
+    answers = response.json()["answers"]
+    assert len(answers) == 4
+    by_index = {a["index"]: a for a in answers}
+    assert by_index[1]["previous"] == "The lighthouse stands on a rock."
+    assert by_index[1]["next"] == "Its lamp burns oil."
+    expected = tiny_ranker.rank_document("when was it built?", DOCUMENT, top_k=None)
+    assert [a["index"] for a in answers] == [e.index for e in expected]
+
+
+def test_concurrent_requests_are_batched_with_per_request_results(tiny_ranker):
+    app = create_app(tiny_ranker, ServeLimits(max_batch=512), BatchConfig(max_wait_ms=50))
+    questions = [
+        (f"question {i} about the lamp?", candidates(3 + i % 5, seed=i)) for i in range(12)
+    ]
+
+    async def main():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+            responses = await asyncio.gather(
+                *(http.post("/rank", json={"question": q, "candidates": c}) for q, c in questions)
+            )
+            health = (await http.get("/health")).json()
+        await app.state.batcher.close()
+        return [r.json() for r in responses], health
+
+    results, health = asyncio.run(main())
+    assert health["batching"]["requests"] == 12
+    assert health["batching"]["calls"] < 12  # requests shared model calls
+    for (question, items), result in zip(questions, results, strict=True):
+        alone = tiny_ranker.rank(
+            question, [c["text"] for c in items], [(c["previous"], c["next"]) for c in items]
+        )
+        assert [a["index"] for a in result["answers"]] == [e.index for e in alone]
+        assert [a["score"] for a in result["answers"]] == pytest.approx(
+            [e.score for e in alone], abs=1e-5
+        )
+
+
+def test_cascade_alpha_prunes_each_request_on_its_own(tiny_cascade):
+    app = create_app(tiny_cascade, batching=BatchConfig(max_wait_ms=50))
+    questions = [(f"question {i}?", candidates(6, seed=10 + i)) for i in range(4)]
+    alpha = 0.5
+
+    async def main():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+            payloads = [{"question": q, "candidates": c, "alpha": alpha} for q, c in questions]
+            responses = await asyncio.gather(*(http.post("/rank", json=p) for p in payloads))
+            bad = await http.post("/rank", json={**payloads[0], "alpha": [0.5]})
+        await app.state.batcher.close()
+        return [r.json() for r in responses], bad
+
+    results, bad = asyncio.run(main())
+    assert app.state.batcher.stats.calls < 4
+    for (question, items), result in zip(questions, results, strict=True):
+        records = [As2Record("q", question, c["text"], 0, c["previous"]) for c in items]
+        alone = tiny_cascade.predict(records, alpha=alpha)
+        scores = {a["index"]: a["score"] for a in result["answers"]}
+        assert [scores[i] for i in range(6)] == pytest.approx(alone.tolist(), abs=1e-5)
+    assert bad.status_code == 422 and "drop rates" in bad.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "status", "message"),
+    [
+        ({"question": "q?", "candidates": ["a"] * 21}, 413, "21 candidates, more than the limit"),
+        ({"question": "q?", "candidates": ["a" * 201]}, 413, "candidates.0.text"),
+        ({"question": "q?", "candidates": [{"text": "a", "next": "b" * 300}]}, 413, "next"),
+        ({"question": "q" * 201, "candidates": ["a"]}, 413, "question"),
+        ({"question": "q?", "document": "A b. " * 100}, 413, "document"),
+        ({"question": "q?", "document": "Short one. " * 30}, 413, "30 sentences"),
+        ({"candidates": ["a"]}, 422, "question"),
+        ({"question": "q?"}, 422, "exactly one of"),
+        ({"question": "q?", "candidates": ["a"], "document": "b"}, 422, "exactly one of"),
+        ({"question": "  ", "candidates": ["a"]}, 422, "question is empty"),
+        ({"question": "q?", "candidates": [3]}, 422, "candidates.0"),
+        ({"question": "q?", "candidates": ["a"], "top_k": 0}, 422, "top_k"),
+        ({"question": "q?", "candidates": ["a"], "alpha": 0.3}, 422, "cascade models only"),
+        ({"question": "q?", "document": "  \n "}, 422, "no sentences"),
+    ],
+)
+def test_bad_requests_get_clear_errors_and_the_server_keeps_serving(
+    client, payload, status, message
+):
+    response = client.post("/rank", json=payload)
+    assert response.status_code == status
+    assert message in response.json()["error"]
+    assert client.post("/rank", json={"question": "q?", "candidates": ["a"]}).status_code == 200
+
+
+def test_malformed_json_and_huge_bodies_are_refused(tiny_ranker):
+    limits = ServeLimits(max_body_bytes=1000)
+    with TestClient(create_app(tiny_ranker, limits)) as client:
+        broken = client.post(
+            "/rank", content=b"{not json", headers={"content-type": "application/json"}
+        )
+        assert broken.status_code == 422 and "invalid request" in broken.json()["error"]
+        huge = client.post("/rank", json={"question": "q?", "candidates": ["word"] * 400})
+        assert huge.status_code == 413 and "request body" in huge.json()["error"]
+        assert client.post("/rank", json={"question": "q?", "candidates": ["a"]}).status_code == 200
+
+
+def test_encode_matches_the_encoder_and_needs_one(client, tiny_encoder):
+    assert client.post("/encode", json={"texts": ["a"]}).status_code == 422
+    with TestClient(create_app(tiny_encoder)) as encoder_client:
+        texts = ["the lamp is lit.", "ships pass the island at night.", "dusk"]
+        body = encoder_client.post("/encode", json={"texts": texts}).json()
+        assert body["dim"] == 32
+        expected = tiny_encoder.encode(texts)
+        assert np.allclose(np.array(body["embeddings"]), expected, atol=1e-5)
+        raw = encoder_client.post("/encode", json={"texts": texts, "normalize": False}).json()
+        assert not np.allclose(np.linalg.norm(raw["embeddings"], axis=1), 1.0)
+        rank = encoder_client.post("/rank", json={"question": "q?", "candidates": ["a"]})
+        assert rank.status_code == 422 and "/encode" in rank.json()["error"]
+
+
+def test_health_and_openapi_describe_the_service(client):
+    health = client.get("/health").json()
+    assert health["status"] == "ok" and health["kind"] == "cross-encoder"
+    assert health["contextual"] is True and health["rank"] is True and health["encode"] is False
+    assert health["limits"]["max_candidates"] == 20
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/rank", "/encode", "/health"} <= set(paths)
+    assert client.get("/docs").status_code == 200
+
+
+def test_bm25_requests_are_scored_alone():
+    app = create_app("bm25")
+    assert app.state.batcher.merge is False
+    with TestClient(app) as client:
+        body = {
+            "question": "who lit the lamp?",
+            "candidates": ["the keeper lit the lamp", "a ship"],
+        }
+        answers = client.post("/rank", json=body).json()["answers"]
+    alone = BM25Ranker().rank(body["question"], body["candidates"])
+    assert [a["index"] for a in answers] == [e.index for e in alone] == [0, 1]
+
+
+def test_limits_must_be_positive():
+    with pytest.raises(ValueError, match="max_batch"):
+        ServeLimits(max_batch=0)
+
+
+def test_serve_command_builds_the_app_and_rejects_bad_limits(monkeypatch):
+    import typer
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from ctxsent.serving.cli import serve
+
+    app = typer.Typer()
+    app.command()(serve)
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda served, **options: calls.append((served, options)))
+    result = CliRunner().invoke(app, ["bm25", "--port", "9123", "--max-candidates", "7"])
+    assert result.exit_code == 0, result.output
+    served, options = calls[0]
+    assert options["port"] == 9123 and options["host"] == "127.0.0.1"
+    assert served.state.limits.max_candidates == 7
+    bad = CliRunner().invoke(app, ["bm25", "--max-batch", "0"])
+    assert bad.exit_code == 2 and "max_batch" in bad.output
+    assert len(calls) == 1
