@@ -97,10 +97,14 @@ def test_load_rejects_folders_that_are_not_ctxsent_models(tiny_bert, tmp_path):
     with pytest.raises(ModelFolderError, match="corrupt manifest"):
         ctxsent.load(broken)
     (broken / "ctxsent.json").write_text(json.dumps({"kind": "cross-encoder", "format": 1}))
+    with pytest.raises(ModelFolderError, match="no config object"):
+        ctxsent.load(broken)
+    manifest = {"kind": "cross-encoder", "format": 1, "config": {}}
+    (broken / "ctxsent.json").write_text(json.dumps(manifest))
     with pytest.raises(ModelFolderError, match="no safetensors"):
         ctxsent.load(broken)
     (broken / "model.safetensors").write_bytes(b"garbage")
-    (broken / "ctxsent.json").write_text(json.dumps({"kind": "teapot", "format": 1}))
+    (broken / "ctxsent.json").write_text(json.dumps({**manifest, "kind": "teapot"}))
     with pytest.raises(ModelFolderError, match="unknown model kind 'teapot'"):
         ctxsent.load(broken)
 
