@@ -341,11 +341,11 @@ def cascade_sequential(
 ) -> None:
     """Chain independently trained rankers into the Sequential Ranker baseline (paper 4.2)."""
     from ctxsent.models.sequential import SequentialRanker
+    from ctxsent.saving import load
 
-    ranker = SequentialRanker.assemble(stage, out)
-    if alpha is not None:
-        apply_alpha(ranker, alpha)
-        ranker.save_pretrained(out)
+    ranker = SequentialRanker([load(folder) for folder in stage])
+    apply_alpha(ranker, alpha)
+    ranker.save_pretrained(out)
     report = {"model": str(out), "depths": ranker.depths, "alphas": ranker.alphas}
     typer.echo(json.dumps(report, indent=2))
 

@@ -76,30 +76,21 @@ class PassageScorer(ABC):
 
 
 class BM25Scorer(PassageScorer):
-    """Okapi BM25 (bm25s, k1=1.5, b=0.75, English stop words); IDF from the whole collection."""
+    """Okapi BM25 (:class:`~ctxsent.models.baseline_rankers.Bm25Index`); IDF from the collection."""
 
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
-        self.retriever = None
+        self.index = None
 
     def fit(self, passages: Sequence[str]) -> None:
-        import bm25s
+        from ctxsent.models.baseline_rankers import Bm25Index
 
-        self.retriever = bm25s.BM25(k1=self.k1, b=self.b)
-        tokens = bm25s.tokenize(list(passages), stopwords="en", show_progress=False)
-        self.retriever.index(tokens, show_progress=False)
+        self.index = Bm25Index(passages, self.k1, self.b)
 
     def head_scores(self, questions: Sequence[str]) -> np.ndarray:
-        import bm25s
-
-        if self.retriever is None:
+        if self.index is None:
             raise InputError("fit() the passages first", field="passages")
-        tokens = bm25s.tokenize(
-            list(questions), stopwords="en", show_progress=False, return_ids=False
-        )
-        return np.stack([self.retriever.get_scores(t) for t in tokens])[:, None, :].astype(
-            np.float32
-        )
+        return np.stack(list(self.index.scores(questions)))[:, None, :].astype(np.float32)
 
 
 class DenseScorer(PassageScorer):

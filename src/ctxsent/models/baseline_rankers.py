@@ -9,13 +9,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.tasks.as2_records import As2Record
+
+
+class Bm25Index:
+    """Okapi BM25 over a fixed collection (bm25s, English stop words); IDF from all of it."""
+
+    def __init__(self, passages: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
+        import bm25s
+
+        self.retriever = bm25s.BM25(k1=k1, b=b)
+        tokens = bm25s.tokenize(list(passages), stopwords="en", show_progress=False)
+        self.retriever.index(tokens, show_progress=False)
+
+    def scores(self, questions: Sequence[str]) -> Iterator[np.ndarray]:
+        """One score per passage, for each question in turn."""
+        import bm25s
+
+        tokens = bm25s.tokenize(
+            list(questions), stopwords="en", show_progress=False, return_ids=False
+        )
+        for question_tokens in tokens:
+            yield self.retriever.get_scores(question_tokens)
 
 
 class BM25Ranker(As2Ranker):
@@ -25,23 +46,17 @@ class BM25Ranker(As2Ranker):
     def predict(
         self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
-        import bm25s
-
         texts = list(dict.fromkeys(r.candidate for r in records))
         position = {text: i for i, text in enumerate(texts)}
-        retriever = bm25s.BM25(k1=self.k1, b=self.b)
-        retriever.index(
-            bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False
-        )
+        index = Bm25Index(texts, self.k1, self.b)
         scores = np.empty(len(records), dtype=np.float32)
         rows_by_question: dict[str, list[int]] = {}
         for row, record in enumerate(records):
             rows_by_question.setdefault(record.question, []).append(row)
-        questions = list(rows_by_question)
-        tokenized = bm25s.tokenize(questions, stopwords="en", show_progress=False, return_ids=False)
-        for question, tokens in zip(questions, tokenized, strict=True):
-            all_scores = retriever.get_scores(tokens)
-            for row in rows_by_question[question]:
+        for rows, all_scores in zip(
+            rows_by_question.values(), index.scores(list(rows_by_question)), strict=True
+        ):
+            for row in rows:
                 scores[row] = all_scores[position[records[row].candidate]]
         return scores
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ctxsent.errors import InputError
 from ctxsent.tasks.as2_records import As2Record
-from ctxsent.text import split_sentences
+from ctxsent.text import neighbours, split_sentences
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,4 @@ class As2Ranker(ABC):
         sentences = split_sentences(document)
         if not sentences:
             raise InputError("the document contains no sentences", field="document")
-        context = [
-            (sentences[i - 1] if i > 0 else "", sentences[i + 1] if i + 1 < len(sentences) else "")
-            for i in range(len(sentences))
-        ]
-        return self.rank(question, sentences, context, top_k)
+        return self.rank(question, sentences, neighbours(sentences), top_k)

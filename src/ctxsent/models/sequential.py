@@ -14,7 +14,6 @@ A saved Sequential Ranker is a folder holding the stage folders
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -81,23 +80,6 @@ class SequentialRanker(As2Ranker):
                 staged, "sequential", {"stages": len(self.stages), "alphas": self.alphas}
             )
         return Path(path)
-
-    @classmethod
-    def assemble(
-        cls, stage_folders: Sequence[str | Path], out: str | Path, alphas: Sequence[float] = ()
-    ) -> SequentialRanker:
-        """Build from saved rankers (checked by loading them) and copy them into ``out``."""
-        from ctxsent.saving import load
-
-        ranker = cls([load(folder) for folder in stage_folders], alphas)
-        with atomic_path(out) as staged:
-            staged.mkdir()
-            for index, folder in enumerate(stage_folders):
-                shutil.copytree(folder, staged / f"stage-{index}")
-            write_manifest(
-                staged, "sequential", {"stages": len(stage_folders), "alphas": ranker.alphas}
-            )
-        return ranker
 
     def predict(
         self,

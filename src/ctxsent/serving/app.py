@@ -27,7 +27,7 @@ from ctxsent.errors import InputError
 from ctxsent.serving.batching import MicroBatcher
 from ctxsent.serving.limits import RequestTooLarge, ServeLimits, check_count, check_texts
 from ctxsent.tasks.as2_records import As2Record
-from ctxsent.text import split_sentences
+from ctxsent.text import neighbours, split_sentences
 
 
 class Candidate(BaseModel):
@@ -95,13 +95,13 @@ class ModelRunner:
         self.batch_size = batch_size
         self.can_rank = callable(getattr(model, "predict", None))
         self.encoder = model if hasattr(model, "encode") else getattr(model, "encoder", None)
-        self.cascade = _is_cascade(model)
+        self.staged = hasattr(model, "num_stages")  # cascade or sequential: takes an alpha
 
     def __call__(self, key: Hashable, items: list[Any]) -> Sequence[Any]:
         task, option = key
         if task == "encode":
             return self.encoder.encode(list(items), batch_size=self.batch_size, normalize=option)
-        if self.cascade:
+        if self.staged:
             return self.model.predict(items, self.batch_size, alpha=option)
         return self.model.predict(items, self.batch_size)
 
@@ -109,17 +109,11 @@ class ModelRunner:
         """The alpha as a hashable batching key; an :class:`InputError` if it cannot apply."""
         if alpha is None:
             return None
-        if not self.cascade:
+        if not self.staged:
             raise InputError("alpha applies to cascade models only", field="alpha")
         from ctxsent.models.cascade import resolve_alphas
 
-        return tuple(resolve_alphas(alpha, len(self.model.heads)))
-
-
-def _is_cascade(model: Any) -> bool:
-    from ctxsent.models.cascade import CascadeRanker
-
-    return isinstance(model, CascadeRanker)
+        return tuple(resolve_alphas(alpha, self.model.num_stages))
 
 
 def merges_records(model: Any) -> bool:
@@ -271,12 +265,8 @@ def _candidates(request: RankRequest, limits: ServeLimits) -> list[Candidate]:
         check_count(len(sentences), limits.max_candidates, "sentences", "document")
         check_texts((("document", s) for s in sentences), limits.max_chars)
         return [
-            Candidate(
-                text=s,
-                previous=sentences[i - 1] if i > 0 else "",
-                next=sentences[i + 1] if i + 1 < len(sentences) else "",
-            )
-            for i, s in enumerate(sentences)
+            Candidate(text=s, previous=previous, next=following)
+            for s, (previous, following) in zip(sentences, neighbours(sentences), strict=True)
         ]
     check_count(len(request.candidates), limits.max_candidates, "candidates", "candidates")
     candidates = [c if isinstance(c, Candidate) else Candidate(text=c) for c in request.candidates]

@@ -30,3 +30,9 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 def split_sentences(text: str) -> list[str]:
     """Split ``text`` into sentences (whitespace-trimmed, none empty)."""
     return [text[start:end] for start, end in sentence_spans(text)]
+
+
+def neighbours(sentences: list[str]) -> list[tuple[str, str]]:
+    """``(previous, next)`` sentence of each sentence ("" at the ends): AS2 context."""
+    padded = ["", *sentences, ""]
+    return list(zip(padded[:-2], padded[2:], strict=True))
