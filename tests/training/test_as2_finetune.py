@@ -5,7 +5,8 @@ import pytest
 
 import ctxsent
 from ctxsent.models.cross_encoder import CrossEncoderRanker
-from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2, sample_negatives, triangular
+from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2, sample_negatives
+from ctxsent.training.optim import triangular
 from ctxsent.training.sampling import LengthGroupedBatches, length_sorted_batches
 from synthetic import synthetic_as2
 

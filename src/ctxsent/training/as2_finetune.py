@@ -30,6 +30,7 @@ from ctxsent.io import atomic_write
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import lightning_precision
 from ctxsent.tasks.as2_records import As2Record, group_by_question
+from ctxsent.training.optim import no_weight_decay, triangular_schedule
 from ctxsent.training.sampling import LengthGroupedBatches, length_sorted_batches
 
 
@@ -153,8 +154,9 @@ class As2FineTuneModule(L.LightningModule):
         heads = set(self.ranker.head_parameter_names())
         groups: dict[tuple[bool, bool], list] = {}
         for name, parameter in self.ranker.named_parameters():
-            no_decay = parameter.ndim < 2 or "norm" in name.lower()
-            groups.setdefault((name in heads, no_decay), []).append(parameter)
+            groups.setdefault((name in heads, no_weight_decay(name, parameter)), []).append(
+                parameter
+            )
         lr = self.config.learning_rate
         optimizer = torch.optim.AdamW(
             [
@@ -169,17 +171,8 @@ class As2FineTuneModule(L.LightningModule):
         )
         total = max(1, int(self.trainer.estimated_stepping_batches))
         warmup = int(self.config.warmup_ratio * total)
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: triangular(step, warmup, total)
-        )
+        schedule = triangular_schedule(optimizer, warmup, total)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
-
-
-def triangular(step: int, warmup: int, total: int) -> float:
-    """Learning-rate factor: linear ramp over ``warmup`` steps, then linear decay to 0."""
-    if step < warmup:
-        return (step + 1) / warmup
-    return max(0.0, (total - step) / max(1, total - warmup))
 
 
 def _loader(ranker: CrossEncoderRanker, records: Sequence[As2Record], batch_sampler) -> DataLoader:

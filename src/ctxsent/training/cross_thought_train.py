@@ -54,7 +54,7 @@ from ctxsent.objectives.cross_thought import (
 )
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.tasks.senteval import Pairs
-from ctxsent.training.as2_finetune import triangular
+from ctxsent.training.optim import decay_groups, triangular_schedule
 
 
 # ---- pre-training ------------------------------------------------------------------------------
@@ -88,10 +88,6 @@ class PretrainConfig:
         return preset
 
 
-def linear_warmup_decay(optimizer, warmup: int, total: int):
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: triangular(s, warmup, total))
-
-
 class CrossThoughtPretrainModule(L.LightningModule):
     """Minimises Eq. 9 of :class:`CrossThoughtObjective`; counts the real tokens it sees."""
 
@@ -120,17 +116,13 @@ class CrossThoughtPretrainModule(L.LightningModule):
         self.tokens_seen = checkpoint.get("tokens_seen", 0)
 
     def configure_optimizers(self):
-        decay, no_decay = [], []
-        for name, parameter in self.objective.named_parameters():
-            is_bias_or_norm = parameter.ndim < 2 or "norm" in name.lower()
-            (no_decay if is_bias_or_norm else decay).append(parameter)
         optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+            decay_groups(self.objective.named_parameters(), weight_decay=0.01),
             lr=self.preset.learning_rate,
             betas=(0.9, 0.98),
             eps=1e-6,
         )
-        schedule = linear_warmup_decay(optimizer, self.preset.warmup_steps, self.preset.max_steps)
+        schedule = triangular_schedule(optimizer, self.preset.warmup_steps, self.preset.max_steps)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 
@@ -245,7 +237,7 @@ def _optimise(
 ) -> None:
     """AdamW + triangular schedule; ``evaluate(step)`` every ``eval_every`` steps and at the end."""
     optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=0.0)
-    schedule = linear_warmup_decay(
+    schedule = triangular_schedule(
         optimizer, int(config.warmup_ratio * config.max_steps), config.max_steps
     )
     rng = np.random.default_rng(config.seed)

@@ -50,7 +50,7 @@ from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import lightning_precision
 from ctxsent.models.segments import pad_batch
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
-from ctxsent.training.as2_finetune import triangular
+from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.sampling import LengthGroupedBatches
 
 
@@ -216,22 +216,15 @@ class SspPretrainModule(L.LightningModule):
         self.save_model()  # OUT/model always matches the newest checkpoint
 
     def configure_optimizers(self):
-        decay, no_decay = [], []
-        for name, parameter in self.named_parameters():
-            if name.startswith("mlm_head.embeddings"):
-                continue  # tied to the backbone's word embeddings
-            (no_decay if parameter.ndim < 2 or "norm" in name.lower() else decay).append(parameter)
+        named = [  # the MLM decoder is tied to the backbone's word embeddings
+            (name, p)
+            for name, p in self.named_parameters()
+            if not name.startswith("mlm_head.embeddings")
+        ]
         optimizer = torch.optim.AdamW(
-            [
-                {"params": decay, "weight_decay": self.config.weight_decay},
-                {"params": no_decay, "weight_decay": 0.0},
-            ],
-            lr=self.config.learning_rate,
+            decay_groups(named, self.config.weight_decay), lr=self.config.learning_rate
         )
-        total, warmup = self.config.max_steps, self.config.warmup_steps
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: triangular(step, warmup, total)
-        )
+        schedule = triangular_schedule(optimizer, self.config.warmup_steps, self.config.max_steps)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 
