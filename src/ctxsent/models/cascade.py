@@ -24,7 +24,7 @@ by the exit they left at (later first) and their partial score.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.models.layerwise import run_layers
 from ctxsent.models.transformer_ranker import (
     RankerConfig,
     TransformerRanker,
@@ -188,16 +189,7 @@ class CascadeRanker(TransformerRanker):
     def _layers(
         self, hidden: torch.Tensor, attention_mask: torch.Tensor, start: int, stop: int
     ) -> torch.Tensor:
-        """Run transformer layers ``start+1 .. stop`` (1-based) over ``hidden``."""
-        from transformers.masking_utils import create_bidirectional_mask
-
-        mask = create_bidirectional_mask(
-            config=self.model.config, inputs_embeds=hidden, attention_mask=attention_mask
-        )
-        for layer in self.model.encoder.layer[start:stop]:
-            hidden = layer(hidden, attention_mask=mask)
-            hidden = hidden[0] if isinstance(hidden, tuple) else hidden
-        return hidden
+        return run_layers(self.model, hidden, attention_mask, start, stop)
 
     def _score(self, exit_index: int, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """C_rho(i) over the masked mean of the token states (section 4.3)."""
@@ -286,14 +278,13 @@ class CascadeRanker(TransformerRanker):
 
         device, pad = self.device, self.tokenizer.pad_token_id
         encoded = encode_segments(self.tokenizer, self.segments(records), self.config.max_length)
-        question_of = np.unique([r.question_id for r in records], return_inverse=True)[1]
-        states: list[torch.Tensor | None] = [None] * len(records)  # partial encodings
-        scores = np.zeros(len(records), dtype=np.float64)
-        active = np.arange(len(records))
-        counts, evaluations, done = [], 0, 0
-        for index, layer in enumerate(self.config.exits):
-            counts.append(len(active))
-            evaluations += (layer - done) * len(active)
+        states: dict[int, torch.Tensor] = {}  # partial encodings of the survivors
+        exits = self.config.exits
+
+        def score_stage(index: int, active: np.ndarray) -> np.ndarray:
+            done = exits[index - 1] if index else 0
+            for row in states.keys() - set(active.tolist()):
+                del states[row]
             logits = np.empty(len(active))
             order = active[np.argsort([-len(encoded[i][0]) for i in active], kind="stable")]
             for start in range(0, len(order), batch_size):
@@ -306,18 +297,44 @@ class CascadeRanker(TransformerRanker):
                     hidden = self._embed(batch)
                 else:
                     hidden = nn.utils.rnn.pad_sequence([states[i] for i in rows], batch_first=True)
-                hidden = self._layers(hidden, mask, done, layer)
-                batch_logits = self._score(index, hidden, mask).float().cpu().numpy()
-                logits[np.searchsorted(active, rows)] = batch_logits
+                hidden = self._layers(hidden, mask, done, exits[index])
+                logits[np.searchsorted(active, rows)] = (
+                    self._score(index, hidden, mask).float().cpu().numpy()
+                )
                 for row, length, state in zip(rows, mask.sum(1).tolist(), hidden, strict=True):
                     states[row] = state[:length]
-            scores[active] = stage_scores(index, logits)
-            done = layer
-            if index < len(alphas):
-                active = survivors(active, logits, question_of[active], alphas[index])
-                keep = set(active.tolist())
-                states = [s if i in keep else None for i, s in enumerate(states)]
-        return scores, counts, evaluations
+            return logits
+
+        stage_costs = np.diff([0, *exits]).tolist()
+        return prune_in_stages(
+            question_index([r.question_id for r in records]), alphas, stage_costs, score_stage
+        )
+
+
+def prune_in_stages(
+    question_of: np.ndarray,
+    alphas: Sequence[float],
+    stage_costs: Sequence[int],
+    score_stage: Callable[[int, np.ndarray], np.ndarray],
+) -> tuple[np.ndarray, list[int], int]:
+    """The drop rule of section 4.3.2, shared by the cascade, its simulation and the
+    Sequential Ranker: stage i scores the ``active`` candidates (``score_stage(i, active)``),
+    then per question the floor(alpha_i * k) lowest of its k survivors leave.
+
+    Returns the ranking scores (:func:`stage_scores`), the candidates each stage saw, and
+    the layer-candidate evaluations (stage i costs ``stage_costs[i]`` per candidate).
+    """
+    scores = np.zeros(len(question_of), dtype=np.float64)
+    active = np.arange(len(question_of))
+    counts, evaluations = [], 0
+    for index, cost in enumerate(stage_costs):
+        counts.append(len(active))
+        evaluations += cost * len(active)
+        logits = np.asarray(score_stage(index, active), dtype=np.float64)
+        scores[active] = stage_scores(index, logits)
+        if index < len(alphas):
+            active = survivors(active, logits, question_of[active], alphas[index])
+    return scores, counts, evaluations
 
 
 def stage_scores(stage: int, logits: np.ndarray) -> np.ndarray:
@@ -339,6 +356,11 @@ def survivors(
         ranked = members[np.argsort(-logits[members], kind="stable")]
         keep.extend(active[ranked[: len(members) - dropped]])
     return np.sort(np.array(keep, dtype=np.int64))
+
+
+def question_index(question_ids: Sequence[str]) -> np.ndarray:
+    """Each candidate's question as an integer (for :func:`prune_in_stages`)."""
+    return np.unique(np.asarray(question_ids), return_inverse=True)[1]
 
 
 def _question_packs(records: Sequence[As2Record], size: int) -> list[np.ndarray]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ctxsent.evaluation.as2_metrics import as2_metrics
-from ctxsent.models.cascade import survivors
+from ctxsent.models.cascade import prune_in_stages, question_index
 
 PAPER_GRID = tuple(round(0.1 * i, 1) for i in range(7))
 
@@ -44,17 +44,13 @@ def simulate_cascade(
     depth: int,
 ) -> tuple[np.ndarray, float]:
     """Scores and relative cost that ``CascadeRanker.predict`` would give with ``alphas``."""
-    questions = np.unique(np.asarray(question_ids), return_inverse=True)[1]
-    scores = np.zeros(exit_logits.shape[1])
-    active = np.arange(exit_logits.shape[1])
-    evaluations, done = 0, 0
-    for index, layer in enumerate(exits):
-        evaluations += (layer - done) * len(active)
-        logits = exit_logits[index, active].astype(np.float64)
-        scores[active] = index + 1 / (1 + np.exp(-logits))
-        done = layer
-        if index < len(alphas):
-            active = survivors(active, logits, questions[active], alphas[index])
+    stage_costs = np.diff([0, *exits]).tolist()
+    scores, _, evaluations = prune_in_stages(
+        question_index(question_ids),
+        alphas,
+        stage_costs,
+        lambda index, active: exit_logits[index, active],
+    )
     return scores, evaluations / (depth * exit_logits.shape[1])
 
 

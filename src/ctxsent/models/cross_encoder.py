@@ -16,6 +16,7 @@ from torch import nn
 
 from ctxsent.errors import InputError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.models.layerwise import cls_logits, reads_cls_only
 from ctxsent.models.precision import autocast_context, quantize_int8, resolve_precision
 from ctxsent.models.segments import pad_batch
 from ctxsent.models.transformer_ranker import (
@@ -81,7 +82,7 @@ class CrossEncoderRanker(TransformerRanker):
 
     def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
         """Logits, one per example."""
-        return self.model(**features).logits[:, 0]
+        return _logits(self.model, features)
 
     def _int8_model(self) -> nn.Module:
         """The int8 copy of the model, re-made whenever the weights have changed."""
@@ -115,7 +116,14 @@ class CrossEncoderRanker(TransformerRanker):
                 for start in range(0, len(order), batch_size):
                     rows = order[start : start + batch_size]
                     batch = pad_batch([encoded[i] for i in rows], self.tokenizer.pad_token_id)
-                    logits = model(**{k: v.to(device) for k, v in batch.items()}).logits[:, 0]
+                    logits = _logits(model, {k: v.to(device) for k, v in batch.items()})
                     scores[offset + rows] = logits.float().cpu().numpy()
                     progress.update(len(rows))
         return scores
+
+
+def _logits(model: nn.Module, features: dict[str, torch.Tensor]) -> torch.Tensor:
+    """First logit per example; BERT heads skip the unread part of the last layer."""
+    if reads_cls_only(model):
+        return cls_logits(model, features)
+    return model(**features).logits[:, 0]

@@ -21,7 +21,7 @@ import numpy as np
 
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.io import atomic_path
-from ctxsent.models.cascade import CascadeCost, resolve_alphas, stage_scores, survivors
+from ctxsent.models.cascade import CascadeCost, prune_in_stages, question_index, resolve_alphas
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.saving import read_manifest, register_model, write_manifest
 from ctxsent.tasks.as2_records import As2Record
@@ -90,16 +90,13 @@ class SequentialRanker(As2Ranker):
     ) -> np.ndarray:
         """Stage index + sigmoid(score) at the stage each candidate left; ``last_cost`` is set."""
         alphas = resolve_alphas(self.alphas if alpha is None else alpha, self.num_stages)
-        question_of = np.unique([r.question_id for r in records], return_inverse=True)[1]
-        scores = np.zeros(len(records), dtype=np.float64)
-        active = np.arange(len(records))
-        counts, evaluations = [], 0
-        for index, (stage, depth) in enumerate(zip(self.stages, self.depths, strict=True)):
-            counts.append(len(active))
-            evaluations += depth * len(active)
-            logits = stage.predict([records[i] for i in active], batch_size=batch_size)
-            scores[active] = stage_scores(index, logits)
-            if index < len(alphas):
-                active = survivors(active, logits, question_of[active], alphas[index])
+        scores, counts, evaluations = prune_in_stages(
+            question_index([r.question_id for r in records]),
+            alphas,
+            self.depths,
+            lambda index, active: self.stages[index].predict(
+                [records[i] for i in active], batch_size=batch_size
+            ),
+        )
         self.last_cost = CascadeCost(evaluations, self.depths[-1] * len(records), counts)
         return scores

@@ -1,0 +1,136 @@
+"""Training a BERT-style WordPiece tokenizer on a corpus folder (for models built from scratch).
+
+The ELECTRA variant of SSP pre-training builds its model from scratch, so it
+needs a vocabulary; :func:`train_wordpiece` learns one with HF ``tokenizers``
+from the sentences of a ``ctxsent corpus build`` folder, streamed in batches,
+and saves a ``transformers`` fast-tokenizer folder: lowercased, accents
+stripped (``BertNormalizer``), ``BertPreTokenizer``, ``##`` continuations,
+``[PAD] [UNK] [CLS] [SEP] [MASK]`` at ids 0-4, and BERT's
+``[CLS] a [SEP] b [SEP]`` template. Its pipeline is the one
+:class:`~ctxsent.objectives.ssp.SentenceTokenizer` tokenises word by word.
+
+Determinism. ``WordPieceTrainer`` (BPE underneath) gives ``##x`` tokens ids in
+hash-map order, and merge ties are broken by id, so two runs on the same text
+can differ (huggingface/tokenizers#1794, fix proposed in PR #2066). We count
+the characters ourselves in a first pass, keep the ``limit_alphabet`` most
+frequent ones (ties by code point) and hand the trainer the alphabet and,
+as reserved tokens, every ``##x`` in code-point order, so every id and hence
+every tie-break is fixed. The final tokenizer is then rebuilt from the learned
+vocabulary, with only the five real special tokens marked special.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+from ctxsent.errors import InputError
+from ctxsent.io import atomic_path
+
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIALS = (PAD, UNK, CLS, SEP, MASK)
+PREFIX = "##"
+_BATCH = 256  # corpus documents per streamed batch
+
+
+def _pipeline(vocab: dict[str, int] | None = None):
+    """An (untrained or trained) WordPiece tokenizer with BERT's normaliser and pre-tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    tokenizer = Tokenizer(
+        models.WordPiece(vocab=vocab, unk_token=UNK, continuing_subword_prefix=PREFIX)
+        if vocab
+        else models.WordPiece(unk_token=UNK, continuing_subword_prefix=PREFIX)
+    )
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.decoder = decoders.WordPiece(prefix=PREFIX)
+    return tokenizer
+
+
+def _sentence_batches(corpus, max_documents: int | None) -> Iterator[list[str]]:
+    dataset = corpus.dataset
+    if max_documents is not None:
+        dataset = dataset.select(range(min(max_documents, len(dataset))))
+    for batch in dataset.iter(batch_size=_BATCH):
+        yield [s for paragraphs in batch["paragraphs"] for p in paragraphs for s in p]
+
+
+def _alphabet(pipeline, batches: Iterator[list[str]], limit: int) -> list[str]:
+    """The ``limit`` most frequent characters of the pre-tokenised words (ties by code point)."""
+    counts: Counter[str] = Counter()
+    normalize, split = pipeline.normalizer.normalize_str, pipeline.pre_tokenizer.pre_tokenize_str
+    for sentences in batches:
+        for sentence in sentences:
+            for word, _ in split(normalize(sentence)):
+                counts.update(word)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
+    return sorted(char for char, _ in ranked)
+
+
+def train_wordpiece(
+    corpus: str | Path,
+    out: str | Path,
+    vocab_size: int = 30522,
+    max_documents: int | None = None,
+    limit_alphabet: int = 1000,
+    min_frequency: int = 2,
+):
+    """Train a WordPiece tokenizer on the sentences of ``corpus``; save and return it.
+
+    ``vocab_size`` counts everything (specials, characters, ``##`` forms,
+    merges): BERT's 30522 at paper scale, ~8000 for the CPU presets.
+    ``max_documents`` uses the corpus' first documents only. The output is
+    written atomically to ``out`` (a ``save_pretrained`` folder).
+    """
+    from tokenizers import processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from ctxsent.corpus.storage import load_corpus
+
+    if vocab_size <= len(SPECIALS):
+        raise InputError(f"must exceed {len(SPECIALS)}, got {vocab_size}", field="vocab_size")
+    loaded = load_corpus(corpus)
+    pipeline = _pipeline()
+    alphabet = _alphabet(pipeline, _sentence_batches(loaded, max_documents), limit_alphabet)
+    if not alphabet:
+        raise InputError("has no sentences to train a tokenizer on", path=corpus)
+    needed = len(SPECIALS) + 2 * len(alphabet)
+    if vocab_size < needed:
+        raise InputError(
+            f"{vocab_size} is too small for this corpus: the special tokens, its "
+            f"{len(alphabet)} characters and their {PREFIX} forms need {needed}",
+            field="vocab_size",
+        )
+    continuations = [PREFIX + char for char in alphabet]
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=[*SPECIALS, *continuations],
+        initial_alphabet=alphabet,
+        limit_alphabet=len(alphabet),
+        continuing_subword_prefix=PREFIX,
+        show_progress=False,
+    )
+    pipeline.train_from_iterator(_sentence_batches(loaded, max_documents), trainer)
+    tokenizer = _pipeline(pipeline.get_vocab())
+    tokenizer.add_special_tokens(list(SPECIALS))
+    cls, sep = tokenizer.token_to_id(CLS), tokenizer.token_to_id(SEP)
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{CLS}:0 $A:0 {SEP}:0",
+        pair=f"{CLS}:0 $A:0 {SEP}:0 $B:1 {SEP}:1",
+        special_tokens=[(CLS, cls), (SEP, sep)],
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        unk_token=UNK,
+        sep_token=SEP,
+        pad_token=PAD,
+        cls_token=CLS,
+        mask_token=MASK,
+        model_max_length=512,
+    )
+    with atomic_path(out) as staged:
+        fast.save_pretrained(staged)
+    return fast
