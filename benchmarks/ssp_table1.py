@@ -1,0 +1,129 @@
+"""Table 1 of the context-aware AS2 paper at a chosen scale, with one command.
+
+Steps, each skipped when its output already exists (so the run resumes):
+
+1. for each SSP objective: build its examples (``ctxsent pretrain-data ssp``) and
+   continue pre-training the backbone (``ctxsent pretrain ssp``, preset ``ssp-OBJ-cpu``
+   or ``--preset-suffix ''`` for the GPU presets);
+2. for each seed and target, fine-tune with one budget: the pairwise baseline, the
+   contextual baseline and contextual + each SSP checkpoint (``ctxsent finetune as2``,
+   chosen on the target's dev split);
+3. evaluate once on the target's test set: WikiQA-trained models on WikiQA test-clean,
+   SQuAD-AS2-trained models on SelQA test (SelQA's train split is not in ../shared/data,
+   so the SQuAD-derived set stands in as its training data);
+4. print one JSON object: per (target, model) the test metrics of every seed and their
+   mean and standard deviation (MAP, MRR, P@1, nDCG@10).
+
+    python benchmarks/ssp_table1.py --out runs/ssp-table1 --seeds 1 2 3 \\
+        --pretrain-steps 300 --finetune-steps 300 --documents 1000
+
+Extra ``ctxsent finetune as2`` / ``pretrain ssp`` options (e.g. ``--accelerator gpu``)
+go after ``--``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+OBJECTIVES = ("sdc", "dpc", "dslc", "all")
+TARGETS = {  # training set, dev set for selection, test set
+    "wikiqa": ("wikiqa:../shared/data/wikiqa", "wikiqa:../shared/data/wikiqa", "wikiqa"),
+    "squad": ("squad-as2:{squad}", "squad-as2:{squad}", "selqa"),
+}
+TEST_DATA = {"wikiqa": "wikiqa:../shared/data/wikiqa", "selqa": "selqa:../shared/data/selqa"}
+METRICS = ("map", "mrr", "p@1", "ndcg@10")
+
+
+def ctxsent(*args: str) -> str:
+    command = [shutil.which("ctxsent") or "ctxsent", *args]
+    print("+", " ".join(command), file=sys.stderr, flush=True)
+    return subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
+
+
+def pretrain(objective: str, args, extra: list[str]) -> Path:
+    data, run = args.out / f"data-{objective}", args.out / f"pretrain-{objective}"
+    if not (data / "ssp.json").exists():
+        ctxsent("pretrain-data", "ssp", "--objective", objective, "--corpus", str(args.corpus),
+                "--out", str(data), "--max-documents", str(args.documents),
+                "--num-proc", str(args.num_proc), "--overwrite")  # fmt: skip
+    if not (run / "model").exists():
+        ctxsent("pretrain", "ssp", "--data", str(data), "--out", str(run),
+                "--preset", f"ssp-{objective}{args.preset_suffix}",
+                "--max-steps", str(args.pretrain_steps), *extra)  # fmt: skip
+    return run / "model"
+
+
+def finetune(name: str, target: str, seed: int, init: list[str], args, extra: list[str]) -> Path:
+    train, dev, _ = (spec.format(squad=args.squad) for spec in TARGETS[target])
+    run = args.out / f"{target}-{name}-seed{seed}"
+    if not (run / "model").exists():
+        negatives = ["--max-negatives", "4"] if target == "squad" else []
+        ctxsent("finetune", "as2", "--data", train, "--dev-data", dev, "--out", str(run),
+                "--max-steps", str(args.finetune_steps), "--epochs", "100",
+                "--lr", str(args.lr), "--eval-every", str(args.finetune_steps // 4),
+                "--seed", str(seed), *init, *negatives, *extra)  # fmt: skip
+    return run / "model"
+
+
+def evaluate(model: Path, test: str) -> dict:
+    cached = model.parent / f"test-{test}.json"
+    if not cached.exists():
+        result = ctxsent("eval", "as2", "--model", str(model), "--data", TEST_DATA[test])
+        cached.write_text(result)
+    return json.loads(cached.read_text())
+
+
+def summarise(runs: list[dict]) -> dict:
+    summary = {"seeds": runs}
+    for metric in METRICS:
+        values = [run[metric] for run in runs]
+        summary[metric] = {
+            "mean": round(statistics.fmean(values), 4),
+            "std": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0,
+        }
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/ssp-table1"))
+    parser.add_argument("--corpus", type=Path, default=Path("runs/corpus-wiki"))
+    parser.add_argument("--squad", default="/tmp/squad-as2", help="'ctxsent data squad-as2' out")
+    parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=OBJECTIVES)
+    parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    parser.add_argument("--documents", type=int, default=1000, help="corpus documents for SSP")
+    parser.add_argument("--num-proc", type=int, default=1)
+    parser.add_argument("--pretrain-steps", type=int, default=300)
+    parser.add_argument("--preset-suffix", default="-cpu", help="'-cpu' or '' (GPU presets)")
+    parser.add_argument("--finetune-steps", type=int, default=300)
+    parser.add_argument("--lr", type=float, default=3e-5)
+    parser.add_argument("extra", nargs=argparse.REMAINDER, help="-- options for ctxsent")
+    args = parser.parse_args()
+    extra = [a for a in args.extra if a != "--"]
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    checkpoints = {f"contextual+ssp-{o}": pretrain(o, args, extra) for o in args.objectives}
+    models = {"pairwise": ["--pairwise"], "contextual": ["--contextual"]}
+    models |= {name: ["--contextual", "--init", str(p)] for name, p in checkpoints.items()}
+    table: dict = {}
+    for target in args.targets:
+        test = TARGETS[target][2]
+        for name, init in models.items():
+            runs = [
+                evaluate(finetune(name, target, seed, init, args, extra), test)
+                for seed in args.seeds
+            ]
+            table.setdefault(f"{target} -> {test} test", {})[name] = summarise(runs)
+    print(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()}, "table": table},
+                     indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
