@@ -135,3 +135,16 @@ def test_squad_paragraph_ranking_all_and_own_article(tmp_path):
     assert result["all_paragraphs"] == {"recall@1": 75.0, "recall@2": 75.0}
     assert result["own_article"] == {"recall@1": 75.0, "recall@2": 100.0}
     assert len(squad_paragraph_ranking(path, questions=2).questions) == 2
+
+
+def test_cosine_spec_ranks_a_cross_thought_by_its_special_token_embeddings(tmp_path):
+    from ctxsent.evaluation.retrieval import CosineScorer, scorer_from_spec
+
+    model = tiny_model()
+    model.save_pretrained(tmp_path / "ct")
+    assert isinstance(scorer_from_spec(str(tmp_path / "ct")), CrossThoughtScorer)
+    scorer = scorer_from_spec(f"cosine:{tmp_path / 'ct'}")
+    assert isinstance(scorer, CosineScorer)
+    scorer.fit(PASSAGES)
+    scores = scorer.head_scores([PASSAGES[2]])[0, 0]
+    assert scores.argmax() == 2 and scores[2] == pytest.approx(1.0, abs=1e-5)

@@ -254,7 +254,9 @@ def evaluate_paragraph_ranking(
 
 
 def scorer_from_spec(spec: str, batch_size: int = 64) -> PassageScorer:
-    """``bm25``, ``minilm[:BACKBONE]`` (mean-pooled, cosine) or a saved ctxsent encoder folder."""
+    """``bm25``, ``minilm[:BACKBONE]`` (mean-pooled, cosine) or a saved ctxsent encoder folder;
+    ``cosine:FOLDER`` ranks a Cross-Thought by the cosine of its special-token embeddings
+    (as the MLM baselines are ranked) instead of its cross-sequence attention."""
     if spec == "bm25":
         return BM25Scorer()
     if spec == "minilm" or spec.startswith("minilm:"):
@@ -264,8 +266,9 @@ def scorer_from_spec(spec: str, batch_size: int = 64) -> PassageScorer:
         return CosineScorer(BiEncoder.from_pretrained(spec.partition(":")[2] or DEFAULT_BACKBONE))
     from ctxsent.saving import load
 
-    model = load(spec)
+    cosine = spec.startswith("cosine:")
+    model = load(spec.removeprefix("cosine:"))
     model = getattr(model, "model", model)  # a fine-tuned ranker wraps its encoder
     if not callable(getattr(model, "encode", None)):
         raise InputError(f"a {type(model).__name__} cannot embed passages", path=spec)
-    return scorer_for_model(model, batch_size)
+    return CosineScorer(model, batch_size) if cosine else scorer_for_model(model, batch_size)
