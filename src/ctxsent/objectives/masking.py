@@ -55,10 +55,20 @@ def mask_tokens(
     return masked, labels
 
 
-def masked_lm_loss(hidden: torch.Tensor, labels: torch.Tensor, head) -> torch.Tensor:
-    """Cross-entropy over picked positions only; ``head`` maps ``(k, width)`` to vocab logits."""
+def masked_lm_logits(
+    hidden: torch.Tensor, labels: torch.Tensor, head
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(logits, targets)`` of the picked positions only, in row-major order.
+
+    ``head`` maps ``(k, width)`` to vocabulary logits.
+    """
     picked = labels != IGNORE
     if not picked.any():
         raise ValueError("no masked positions in the batch; nothing to predict")
-    logits = head(hidden[picked])
-    return F.cross_entropy(logits.float(), labels[picked])
+    return head(hidden[picked]), labels[picked]
+
+
+def masked_lm_loss(hidden: torch.Tensor, labels: torch.Tensor, head) -> torch.Tensor:
+    """Cross-entropy over picked positions only (see :func:`masked_lm_logits`)."""
+    logits, targets = masked_lm_logits(hidden, labels, head)
+    return F.cross_entropy(logits.float(), targets)

@@ -7,8 +7,9 @@ Arrow files, so neither the corpus (memory-mapped) nor the output is ever held
 in memory. The output folder is an HF ``datasets`` folder with the columns
 ``input_ids`` (int32), ``token_type_ids`` (int8), ``label`` and ``objective``
 (int8), plus ``ssp.json`` (config, counts, timing) and ``tokenizer/`` (the
-tokenizer that produced the ids). It is written to a temporary folder and
-renamed, so a crash never leaves an output that looks complete.
+tokenizer that produced the ids: a backbone's, or one trained on the corpus
+first for models built from scratch). It is written to a temporary folder
+and renamed, so a crash never leaves an output that looks complete.
 """
 
 from __future__ import annotations
@@ -101,18 +102,23 @@ def build_ssp_dataset(
     num_proc: int = 1,
     overwrite: bool = False,
     max_documents: int | None = None,
+    vocab_size: int | None = None,
 ) -> dict:
     """Build the SSP examples of ``corpus`` into the folder ``out``; return the summary.
 
     ``tokenizer`` is a backbone name, HF folder or hub id (see
-    :func:`~ctxsent.models.backbones.resolve_backbone`); ``max_documents``
-    keeps only the first documents of the corpus (quick runs, benchmarks).
+    :func:`~ctxsent.models.backbones.resolve_backbone`); ``vocab_size``, when
+    given, replaces it with a WordPiece tokenizer of that size trained on the
+    same documents (:func:`~ctxsent.text.tokenizer_training.train_wordpiece`);
+    ``max_documents`` keeps only the first documents of the corpus (quick
+    runs, benchmarks).
     """
     from datasets import Dataset, disable_caching, load_from_disk
     from transformers import AutoTokenizer
 
     from ctxsent.corpus.storage import load_corpus
     from ctxsent.models.backbones import resolve_backbone
+    from ctxsent.text.tokenizer_training import train_wordpiece
 
     out = Path(out)
     if out.exists() and not overwrite:
@@ -124,9 +130,11 @@ def build_ssp_dataset(
     documents = len(load_corpus(corpus))  # checks the folder before any work starts
     if max_documents is not None:
         documents = min(documents, max_documents)
-    tokenizer_path = resolve_backbone(tokenizer)
-    loaded = AutoTokenizer.from_pretrained(tokenizer_path)
-    _check_tokenizer(loaded)
+    if vocab_size is None:
+        tokenizer_path = resolve_backbone(tokenizer)
+        _check_tokenizer(AutoTokenizer.from_pretrained(tokenizer_path))
+    else:
+        tokenizer = f"wordpiece-{vocab_size} trained on the corpus"
     blocks = -(-documents // config.block_size)
     started = time.perf_counter()
     cpu_started = _cpu_seconds()
@@ -136,6 +144,10 @@ def build_ssp_dataset(
         tempfile.TemporaryDirectory(prefix=f".{out.name}.work.", dir=out.parent) as work,
         atomic_path(out) as staged,
     ):
+        if vocab_size is not None:
+            tokenizer_path = str(Path(work) / TOKENIZER_DIR)
+            train_wordpiece(corpus, tokenizer_path, vocab_size, max_documents)
+        loaded = AutoTokenizer.from_pretrained(tokenizer_path)
         built = Dataset.from_dict({"block": list(range(blocks))}).map(
             _build_blocks,
             batched=True,

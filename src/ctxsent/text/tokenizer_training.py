@@ -59,13 +59,16 @@ def _sentence_batches(corpus, max_documents: int | None) -> Iterator[list[str]]:
 
 def _alphabet(pipeline, batches: Iterator[list[str]], limit: int) -> list[str]:
     """The ``limit`` most frequent characters of the pre-tokenised words (ties by code point)."""
-    counts: Counter[str] = Counter()
+    words: Counter[str] = Counter()
     normalize, split = pipeline.normalizer.normalize_str, pipeline.pre_tokenizer.pre_tokenize_str
     for sentences in batches:
         for sentence in sentences:
-            for word, _ in split(normalize(sentence)):
-                counts.update(word)
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
+            words.update(word for word, _ in split(normalize(sentence)))
+    chars: Counter[str] = Counter()
+    for word, count in words.items():
+        for char in word:
+            chars[char] += count
+    ranked = sorted(chars.items(), key=lambda item: (-item[1], item[0]))[:limit]
     return sorted(char for char, _ in ranked)
 
 
@@ -85,7 +88,7 @@ def train_wordpiece(
     written atomically to ``out`` (a ``save_pretrained`` folder).
     """
     from tokenizers import processors, trainers
-    from transformers import PreTrainedTokenizerFast
+    from transformers import BertTokenizerFast
 
     from ctxsent.corpus.storage import load_corpus
 
@@ -122,7 +125,7 @@ def train_wordpiece(
         pair=f"{CLS}:0 $A:0 {SEP}:0 $B:1 {SEP}:1",
         special_tokens=[(CLS, cls), (SEP, sep)],
     )
-    fast = PreTrainedTokenizerFast(
+    fast = BertTokenizerFast(
         tokenizer_object=tokenizer,
         unk_token=UNK,
         sep_token=SEP,

@@ -28,6 +28,16 @@ Decisions where the paper is silent or does not apply:
   so a run resumed from ``OUT/checkpoints/last.ckpt`` continues with the exact
   batches and masks an uninterrupted run would have used (up to
   ``save_every`` steps after the last checkpoint are redone).
+
+ELECTRA variant (presets ``ssp-*-electra*``; appendix C): a discriminator and
+a generator built from scratch with the data folder's tokenizer (train one
+with ``ctxsent pretrain-data ssp --train-tokenizer N``), loss ``mlm_weight *
+generator MLM + rtd_weight * replaced-token detection + ssp_weight * SSP``
+(1, 50, 1), SSP on the discriminator's [CLS] (:mod:`ctxsent.objectives.electra`).
+The saved ``OUT/model`` is the discriminator with its SSP head, as a
+contextual cross-encoder like the BERT-style variant; generator and RTD head
+are dropped. Peak learning rates are ELECTRA's own from-scratch values
+(5e-4 Small, 2e-4 Base).
 """
 
 from __future__ import annotations
@@ -49,6 +59,14 @@ from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import lightning_precision
 from ctxsent.models.segments import pad_batch
+from ctxsent.models.transformer_ranker import RankerConfig
+from ctxsent.objectives.electra import (
+    ELECTRA_BASE,
+    ELECTRA_SMALL,
+    ElectraObjective,
+    ElectraSize,
+    new_discriminator,
+)
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.sampling import LengthGroupedBatches
@@ -67,6 +85,8 @@ class SspPretrainConfig:
     mlm_probability: float = 0.15
     mlm_weight: float = 1.0
     ssp_weight: float = 1.0
+    rtd_weight: float = 50.0  # ELECTRA only
+    electra: ElectraSize | None = None  # set: ELECTRA from scratch instead of ``backbone``
     max_length: int = 128
     save_every: int = 200
     precision: str = "auto"
@@ -75,8 +95,20 @@ class SspPretrainConfig:
     seed: int = 42
 
 
+#: ``RankerConfig.backbone`` of a discriminator built from scratch
+ELECTRA_SCRATCH = "electra-from-scratch"
+#: The ``-electra-cpu`` model: ELECTRA-Small's width, 4 layers (vocabulary ~8000).
+ELECTRA_CPU = ElectraSize(256, 4, 4, 1024, 128, 0.25)
+
+
 def _presets() -> dict[str, SspPretrainConfig]:
-    """Paper scale (appendix C: 400K steps of 4096, 10K warm-up) and ~1 hour CPU variants."""
+    """Paper scale (appendix C: 400K steps of 4096, 10K warm-up) and ~1 hour CPU variants.
+
+    ELECTRA: ``-electra`` is ELECTRA-Base on the paper's schedule (appendix C
+    reports ~3.5 days on 8 A100s); ``-electra-small`` is ELECTRA-Small on its
+    own from-scratch recipe (1M steps of 128, 10K warm-up, 5e-4; 4 days on
+    one V100 in Clark et al., Table 6); ``-electra-cpu`` fits about an hour.
+    """
     presets = {}
     for objective in ("sdc", "dpc", "dslc", "all"):
         presets[f"ssp-{objective}"] = SspPretrainConfig(
@@ -96,6 +128,28 @@ def _presets() -> dict[str, SspPretrainConfig]:
             warmup_steps=250,
             save_every=250,
         )
+        presets[f"ssp-{objective}-electra"] = replace(
+            presets[f"ssp-{objective}"], electra=ELECTRA_BASE, learning_rate=2e-4
+        )
+        presets[f"ssp-{objective}-electra-small"] = SspPretrainConfig(
+            objective=objective,
+            electra=ELECTRA_SMALL,
+            learning_rate=5e-4,
+            batch_size=128,
+            max_steps=1_000_000,
+            warmup_steps=10_000,
+            save_every=5_000,
+        )
+        # measured here: ~2.2 s of CPU per step of 32 x 128 tokens, one thread, vocabulary 8000
+        presets[f"ssp-{objective}-electra-cpu"] = SspPretrainConfig(
+            objective=objective,
+            electra=ELECTRA_CPU,
+            learning_rate=5e-4,
+            batch_size=32,
+            max_steps=2_000,
+            warmup_steps=200,
+            save_every=250,
+        )
     return presets
 
 
@@ -105,6 +159,11 @@ PRESETS = _presets()
 def preset(name: str, **overrides) -> SspPretrainConfig:
     if name not in PRESETS:
         raise InputError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})", field="preset")
+    if PRESETS[name].electra is not None and overrides.get("backbone") is not None:
+        raise InputError(
+            f"{name} builds ELECTRA from scratch with the data's tokenizer; it takes no backbone",
+            field="backbone",
+        )
     return replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -158,12 +217,23 @@ class ChunkedBatches(Sampler[list[int]]):
 
 
 class SspPretrainModule(L.LightningModule):
-    """MLM + SSP on a contextual cross-encoder; saves the ranker to ``OUT/model``."""
+    """MLM + SSP on a contextual cross-encoder; saves the ranker to ``OUT/model``.
 
-    def __init__(self, ranker: CrossEncoderRanker, config: SspPretrainConfig, out_dir: Path):
+    With ``electra``, the ranker's model is an ELECTRA discriminator and the
+    loss is generator MLM + RTD + SSP (see :mod:`ctxsent.objectives.electra`).
+    """
+
+    def __init__(
+        self,
+        ranker: CrossEncoderRanker,
+        config: SspPretrainConfig,
+        out_dir: Path,
+        electra: ElectraObjective | None = None,
+    ):
         super().__init__()
         self.ranker = ranker
-        self.mlm_head = MlmHead(ranker.model.get_input_embeddings())
+        self.electra = electra
+        self.mlm_head = MlmHead(ranker.model.get_input_embeddings()) if electra is None else None
         self.config = config
         self.out_dir = out_dir
         tokenizer = ranker.tokenizer
@@ -172,28 +242,36 @@ class SspPretrainModule(L.LightningModule):
         self.vocab_size = ranker.model.get_input_embeddings().weight.shape[0]
 
     def losses(self, batch: dict, generator: torch.Generator | None = None) -> dict:
-        """``loss``, ``mlm``, ``ssp`` and ``accuracy`` (of the SSP logit) for a padded batch."""
+        """``loss``, its parts (``mlm``, ``ssp``, ELECTRA's ``rtd``) and the SSP ``accuracy``."""
         features, labels = batch["features"], batch["labels"]
         ids, attention = features["input_ids"], features["attention_mask"]
         maskable = maskable_positions(ids, attention, self.special_ids)
         masked, mlm_labels = mask_tokens(
             ids, maskable, self.mask_id, self.vocab_size, self.config.mlm_probability, generator
         )
+        if self.electra is None:
+            parts, logits = self._masked_lm(features, masked, mlm_labels)
+        else:
+            parts, logits = self.electra(self.ranker.model, features, masked, mlm_labels, generator)
+        parts["ssp"] = F.binary_cross_entropy_with_logits(logits, labels)
+        config = self.config
+        weights = {"mlm": config.mlm_weight, "rtd": config.rtd_weight, "ssp": config.ssp_weight}
+        return {
+            "loss": sum(weights[name] * part for name, part in parts.items()),
+            **{name: part.detach() for name, part in parts.items()},
+            "accuracy": ((logits > 0) == (labels > 0.5)).float().mean(),
+        }
+
+    def _masked_lm(self, features: dict, masked: torch.Tensor, mlm_labels: torch.Tensor):
+        """BERT-style: ``({"mlm": ...}, ssp_logits)`` from one pass over the masked input."""
         out = self.ranker.model(
             input_ids=masked,
             token_type_ids=features["token_type_ids"],
-            attention_mask=attention,
+            attention_mask=features["attention_mask"],
             output_hidden_states=True,
         )
-        logits = out.logits[:, 0].float()
         mlm = masked_lm_loss(out.hidden_states[-1], mlm_labels, self.mlm_head)
-        ssp = F.binary_cross_entropy_with_logits(logits, labels)
-        return {
-            "loss": self.config.mlm_weight * mlm + self.config.ssp_weight * ssp,
-            "mlm": mlm.detach(),
-            "ssp": ssp.detach(),
-            "accuracy": ((logits > 0) == (labels > 0.5)).float().mean(),
-        }
+        return {"mlm": mlm}, out.logits[:, 0].float()
 
     def training_step(self, batch, batch_idx):
         step_seed = self.config.seed * 1_000_003 + self.global_step
@@ -204,7 +282,7 @@ class SspPretrainModule(L.LightningModule):
         size = len(batch["labels"])
         self.log("loss", result["loss"], prog_bar=True, batch_size=size)
         self.log_dict(
-            {k: result[k] for k in ("mlm", "ssp", "accuracy")}, prog_bar=True, batch_size=size
+            {k: v for k, v in result.items() if k != "loss"}, prog_bar=True, batch_size=size
         )
         return result["loss"]
 
@@ -216,13 +294,10 @@ class SspPretrainModule(L.LightningModule):
         self.save_model()  # OUT/model always matches the newest checkpoint
 
     def configure_optimizers(self):
-        named = [  # the MLM decoder is tied to the backbone's word embeddings
-            (name, p)
-            for name, p in self.named_parameters()
-            if not name.startswith("mlm_head.embeddings")
-        ]
+        # tied or shared parameters (MLM decoders, ELECTRA's embeddings) are listed once
         optimizer = torch.optim.AdamW(
-            decay_groups(named, self.config.weight_decay), lr=self.config.learning_rate
+            decay_groups(self.named_parameters(), self.config.weight_decay),
+            lr=self.config.learning_rate,
         )
         schedule = triangular_schedule(optimizer, self.config.warmup_steps, self.config.max_steps)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
@@ -237,6 +312,15 @@ def _check_tokenizer(data_tokenizer, model_tokenizer, data: Path) -> None:
         )
 
 
+def _new_ranker(config: SspPretrainConfig, tokenizer) -> CrossEncoderRanker:
+    if config.electra is None:
+        return CrossEncoderRanker.from_backbone(config.backbone, True, config.max_length)
+    model = new_discriminator(config.electra, tokenizer)
+    return CrossEncoderRanker(
+        model, tokenizer, RankerConfig(ELECTRA_SCRATCH, True, config.max_length)
+    )
+
+
 def pretrain_ssp(
     data: str | Path,
     out_dir: str | Path,
@@ -247,8 +331,9 @@ def pretrain_ssp(
     """Pre-train on the SSP dataset folder ``data``; the model goes to ``OUT/model``.
 
     Resumes from ``OUT/checkpoints/last.ckpt`` when it exists. ``ranker``
-    replaces the backbone named in ``config`` (tests pass tiny models);
-    ``callbacks`` are extra Lightning callbacks.
+    replaces the backbone named in ``config`` (tests pass tiny models); with
+    ``config.electra`` the model is a new ELECTRA discriminator that uses the
+    data folder's tokenizer. ``callbacks`` are extra Lightning callbacks.
     Returns the summary written to ``OUT/pretrain.json``.
     """
     import pyarrow.compute as pc
@@ -271,12 +356,16 @@ def pretrain_ssp(
             f"max_length {config.max_length}",
             path=data,
         )
+    tokenizer = AutoTokenizer.from_pretrained(data / TOKENIZER_DIR)
+    L.seed_everything(config.seed, verbose=False)  # new weights depend on the seed only
     if ranker is None:
-        ranker = CrossEncoderRanker.from_backbone(config.backbone, True, config.max_length)
+        ranker = _new_ranker(config, tokenizer)
     ranker.with_context(True)
-    _check_tokenizer(AutoTokenizer.from_pretrained(data / TOKENIZER_DIR), ranker.tokenizer, data)
+    _check_tokenizer(tokenizer, ranker.tokenizer, data)
+    electra = None
+    if config.electra is not None:
+        electra = ElectraObjective(ranker.model, config.electra.generator_fraction)
     out_dir.mkdir(parents=True, exist_ok=True)
-    L.seed_everything(config.seed, verbose=False)
 
     lengths = pc.list_value_length(dataset.data.table.column("input_ids")).to_numpy()
     chunk = min(config.save_every, config.max_steps)
@@ -293,7 +382,7 @@ def pretrain_ssp(
         }
 
     loader = DataLoader(range(len(dataset)), batch_sampler=batches, collate_fn=collate)
-    module = SspPretrainModule(ranker, config, out_dir)
+    module = SspPretrainModule(ranker, config, out_dir, electra)
     device_type = (
         "cuda"
         if config.accelerator in ("gpu", "cuda")

@@ -1,0 +1,165 @@
+"""ELECTRA's generator and replaced-token detection, for SSP continuous pre-training.
+
+ELECTRA (Clark et al., 2020, section 2): a small masked-LM *generator* fills
+the masked positions with tokens sampled from its output distribution, and
+the *discriminator* labels every token of the corrupted input as original or
+replaced. The loss is Eq. 1, ``L_MLM(x, θ_G) + λ L_Disc(x, θ_D)`` with
+λ = 50 (appendix A); the SSP paper (appendix C) adds its binary classification loss with
+weight 1, computed on the discriminator's [CLS] (the SSP head, kept as the
+AS2 head). Weights and the SSP loss live in
+:mod:`ctxsent.training.ssp_pretrain`; this module gives the generator MLM
+loss, the RTD loss and the SSP logit.
+
+Following ELECTRA:
+
+* The generator has the discriminator's depth and a fraction of its width
+  (1/4 for Small, 1/3 for Base; Table 6): width ``round(fraction * hidden)``,
+  feed-forward 4x that, one head per 64 dimensions (at least one), as in the
+  official ``get_generator_config``.
+* Generator and discriminator share the embedding layer (token, position and
+  segment embeddings, section 3.2), and the generator's output projection is
+  tied to the token embeddings. No gradient flows through sampling; the
+  discriminator loss is taken over all non-padding tokens, and a sampled
+  token equal to the original counts as original.
+* Models are built from scratch (no ELECTRA weights offline) with three
+  segment ids, so the SSP triples and contextual AS2 use ids 0, 1, 2.
+
+Choices of ours: masking reuses :func:`~ctxsent.objectives.masking.mask_tokens`
+(BERT's 80/10/10 recipe; ELECTRA uses 85% [MASK] / 15% unchanged), which only
+changes what the generator sees; position embeddings cover 512 tokens so the
+discriminator can be fine-tuned at AS2's 256 tokens (appendix D) although
+pre-training uses 128.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ctxsent.models.transformer_ranker import CONTEXT_SEGMENTS
+from ctxsent.objectives.masking import IGNORE, masked_lm_logits
+
+MAX_POSITIONS = 512
+
+
+@dataclass(frozen=True)
+class ElectraSize:
+    """Discriminator shape; the generator is ``generator_fraction`` of its width."""
+
+    hidden: int = 256
+    layers: int = 12
+    heads: int = 4
+    intermediate: int = 1024
+    embedding: int = 128
+    generator_fraction: float = 0.25
+
+
+#: ELECTRA-Small and ELECTRA-Base (Clark et al., Table 6)
+ELECTRA_SMALL = ElectraSize()
+ELECTRA_BASE = ElectraSize(768, 12, 12, 3072, 768, 1 / 3)
+
+
+def discriminator_config(size: ElectraSize, tokenizer):
+    from transformers import ElectraConfig
+
+    return ElectraConfig(
+        vocab_size=len(tokenizer),
+        embedding_size=size.embedding,
+        hidden_size=size.hidden,
+        num_hidden_layers=size.layers,
+        num_attention_heads=size.heads,
+        intermediate_size=size.intermediate,
+        max_position_embeddings=MAX_POSITIONS,
+        type_vocab_size=CONTEXT_SEGMENTS,
+        pad_token_id=tokenizer.pad_token_id,
+        num_labels=1,
+    )
+
+
+def new_discriminator(size: ElectraSize, tokenizer):
+    """A randomly initialised ELECTRA discriminator with a one-logit [CLS] head (the SSP head)."""
+    from transformers import ElectraForSequenceClassification
+
+    return ElectraForSequenceClassification(discriminator_config(size, tokenizer))
+
+
+def generator_config(discriminator, fraction: float):
+    config = copy.deepcopy(discriminator.config)
+    config.hidden_size = max(1, round(config.hidden_size * fraction))
+    config.intermediate_size = 4 * config.hidden_size
+    config.num_attention_heads = max(1, config.hidden_size // 64)
+    return config
+
+
+def replaced_token_loss(
+    logits: torch.Tensor,
+    original: torch.Tensor,
+    corrupted: torch.Tensor,
+    attention_mask: torch.Tensor,
+) -> torch.Tensor:
+    """ELECTRA's ``L_Disc`` (section 2): binary cross-entropy of "replaced" per token.
+
+    Averaged over every non-padding token (special tokens included, as in
+    ELECTRA); a token is "replaced" only where it differs from the original,
+    so a sampled token equal to the original counts as original.
+    """
+    active = attention_mask.bool()
+    labels = (corrupted != original).float()
+    return F.binary_cross_entropy_with_logits(logits[active].float(), labels[active])
+
+
+class ElectraObjective(nn.Module):
+    """The generator and the RTD head around a discriminator (passed at each call).
+
+    The discriminator is not a sub-module here: it belongs to the ranker that
+    is saved, while this module (generator, RTD head) is dropped after
+    pre-training.
+    """
+
+    def __init__(self, discriminator, generator_fraction: float) -> None:
+        from transformers import ElectraForMaskedLM
+        from transformers.models.electra.modeling_electra import ElectraDiscriminatorPredictions
+
+        super().__init__()
+        self.generator = ElectraForMaskedLM(generator_config(discriminator, generator_fraction))
+        shared = discriminator.electra.embeddings
+        self.generator.electra.embeddings = shared
+        self.generator.generator_lm_head.weight = shared.word_embeddings.weight
+        self.rtd_head = ElectraDiscriminatorPredictions(discriminator.config)
+
+    def generator_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.generator.generator_lm_head(self.generator.generator_predictions(hidden))
+
+    def forward(
+        self,
+        discriminator,
+        features: dict[str, torch.Tensor],
+        masked: torch.Tensor,
+        mlm_labels: torch.Tensor,
+        rng: torch.Generator | None = None,
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """``({"mlm": ..., "rtd": ...}, ssp_logits)`` for a batch masked by ``mask_tokens``."""
+        ids, types, attention = (
+            features["input_ids"],
+            features["token_type_ids"],
+            features["attention_mask"],
+        )
+        hidden = self.generator.electra(
+            input_ids=masked, token_type_ids=types, attention_mask=attention
+        ).last_hidden_state
+        logits, targets = masked_lm_logits(hidden, mlm_labels, self.generator_logits)
+        mlm = F.cross_entropy(logits.float(), targets)
+        with torch.no_grad():
+            probabilities = torch.softmax(logits.float(), dim=-1)
+            sampled = torch.multinomial(probabilities, 1, generator=rng).squeeze(1)
+        corrupted = ids.clone()
+        corrupted[mlm_labels != IGNORE] = sampled
+        hidden = discriminator.electra(
+            input_ids=corrupted, token_type_ids=types, attention_mask=attention
+        ).last_hidden_state
+        rtd = replaced_token_loss(self.rtd_head(hidden), ids, corrupted, attention)
+        return {"mlm": mlm, "rtd": rtd}, discriminator.classifier(hidden)[:, 0].float()
