@@ -57,18 +57,18 @@ def _sentence_batches(corpus, max_documents: int | None) -> Iterator[list[str]]:
         yield [s for paragraphs in batch["paragraphs"] for p in paragraphs for s in p]
 
 
-def _alphabet(pipeline, batches: Iterator[list[str]], limit: int) -> list[str]:
-    """The ``limit`` most frequent characters of the pre-tokenised words (ties by code point)."""
-    words: Counter[str] = Counter()
-    normalize, split = pipeline.normalizer.normalize_str, pipeline.pre_tokenizer.pre_tokenize_str
+def _alphabet(normalizer, batches: Iterator[list[str]], limit: int) -> list[str]:
+    """The ``limit`` most frequent characters of the trainer's words (ties by code point).
+
+    ``BertNormalizer`` turns every whitespace character into a space and
+    ``BertPreTokenizer`` drops only whitespace, so the words' characters are
+    those of the normalised text without spaces (counted a batch at a time).
+    """
+    counts: Counter[str] = Counter()
     for sentences in batches:
-        for sentence in sentences:
-            words.update(word for word, _ in split(normalize(sentence)))
-    chars: Counter[str] = Counter()
-    for word, count in words.items():
-        for char in word:
-            chars[char] += count
-    ranked = sorted(chars.items(), key=lambda item: (-item[1], item[0]))[:limit]
+        counts.update(normalizer.normalize_str(" ".join(sentences)))
+    counts.pop(" ", None)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
     return sorted(char for char, _ in ranked)
 
 
@@ -96,7 +96,8 @@ def train_wordpiece(
         raise InputError(f"must exceed {len(SPECIALS)}, got {vocab_size}", field="vocab_size")
     loaded = load_corpus(corpus)
     pipeline = _pipeline()
-    alphabet = _alphabet(pipeline, _sentence_batches(loaded, max_documents), limit_alphabet)
+    batches = _sentence_batches(loaded, max_documents)
+    alphabet = _alphabet(pipeline.normalizer, batches, limit_alphabet)
     if not alphabet:
         raise InputError("has no sentences to train a tokenizer on", path=corpus)
     needed = len(SPECIALS) + 2 * len(alphabet)
