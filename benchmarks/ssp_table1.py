@@ -32,9 +32,9 @@ import sys
 from pathlib import Path
 
 OBJECTIVES = ("sdc", "dpc", "dslc", "all")
-TARGETS = {  # training set, dev set for selection, test set
-    "wikiqa": ("wikiqa:../shared/data/wikiqa", "wikiqa:../shared/data/wikiqa", "wikiqa"),
-    "squad": ("squad-as2:{squad}", "squad-as2:{squad}", "selqa"),
+TARGETS = {  # training set (its dev split selects the model), test set
+    "wikiqa": ("wikiqa:../shared/data/wikiqa", "wikiqa"),
+    "squad": ("squad-as2:{squad}", "selqa"),
 }
 TEST_DATA = {"wikiqa": "wikiqa:../shared/data/wikiqa", "selqa": "selqa:../shared/data/selqa"}
 METRICS = ("map", "mrr", "p@1", "ndcg@10")
@@ -60,11 +60,11 @@ def pretrain(objective: str, args, extra: list[str]) -> Path:
 
 
 def finetune(name: str, target: str, seed: int, init: list[str], args, extra: list[str]) -> Path:
-    train, dev, _ = (spec.format(squad=args.squad) for spec in TARGETS[target])
+    train = TARGETS[target][0].format(squad=args.squad)
     run = args.out / f"{target}-{name}-seed{seed}"
     if not (run / "model").exists():
         negatives = ["--max-negatives", "4"] if target == "squad" else []
-        ctxsent("finetune", "as2", "--data", train, "--dev-data", dev, "--out", str(run),
+        ctxsent("finetune", "as2", "--data", train, "--out", str(run),
                 "--max-steps", str(args.finetune_steps), "--epochs", "100",
                 "--lr", str(args.lr), "--eval-every", str(args.finetune_steps // 4),
                 "--seed", str(seed), *init, *negatives, *extra)  # fmt: skip
@@ -114,7 +114,7 @@ def main() -> None:
     models |= {name: ["--contextual", "--init", str(p)] for name, p in checkpoints.items()}
     table: dict = {}
     for target in args.targets:
-        test = TARGETS[target][2]
+        test = TARGETS[target][1]
         for name, init in models.items():
             runs = [
                 evaluate(finetune(name, target, seed, init, args, extra), test)

@@ -34,7 +34,7 @@ from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
-from ctxsent.models.layerwise import run_layers
+from ctxsent.models.layerwise import embed, run_layers
 from ctxsent.models.transformer_ranker import (
     RankerConfig,
     TransformerRanker,
@@ -181,16 +181,6 @@ class CascadeRanker(TransformerRanker):
         )
 
     # -- the network, piece by piece ---------------------------------------------------
-    def _embed(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.model.embeddings(
-            input_ids=features["input_ids"], token_type_ids=features["token_type_ids"]
-        )
-
-    def _layers(
-        self, hidden: torch.Tensor, attention_mask: torch.Tensor, start: int, stop: int
-    ) -> torch.Tensor:
-        return run_layers(self.model, hidden, attention_mask, start, stop)
-
     def _score(self, exit_index: int, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """C_rho(i) over the masked mean of the token states (section 4.3)."""
         weights = mask.unsqueeze(-1).to(hidden.dtype)
@@ -201,9 +191,9 @@ class CascadeRanker(TransformerRanker):
         """Logits of classifiers 0..``upto`` (default: all), in one pass of the encoder."""
         upto = len(self.config.exits) - 1 if upto is None else upto
         mask = features["attention_mask"]
-        hidden, done, logits = self._embed(features), 0, []
+        hidden, done, logits = embed(self.model, features), 0, []
         for index, layer in enumerate(self.config.exits[: upto + 1]):
-            hidden, done = self._layers(hidden, mask, done, layer), layer
+            hidden, done = run_layers(self.model, hidden, mask, done, layer), layer
             logits.append(self._score(index, hidden, mask))
         return logits
 
@@ -294,10 +284,10 @@ class CascadeRanker(TransformerRanker):
                 }
                 mask = batch["attention_mask"]
                 if done == 0:
-                    hidden = self._embed(batch)
+                    hidden = embed(self.model, batch)
                 else:
                     hidden = nn.utils.rnn.pad_sequence([states[i] for i in rows], batch_first=True)
-                hidden = self._layers(hidden, mask, done, exits[index])
+                hidden = run_layers(self.model, hidden, mask, done, exits[index])
                 logits[np.searchsorted(active, rows)] = (
                     self._score(index, hidden, mask).float().cpu().numpy()
                 )

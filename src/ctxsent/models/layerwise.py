@@ -12,6 +12,13 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def embed(encoder: nn.Module, features: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The embedding layer's output (word + position + segment) for a padded batch."""
+    return encoder.embeddings(
+        input_ids=features["input_ids"], token_type_ids=features.get("token_type_ids")
+    )
+
+
 def run_layers(
     encoder: nn.Module, hidden: torch.Tensor, attention_mask: torch.Tensor, start: int, stop: int
 ) -> torch.Tensor:
@@ -47,11 +54,7 @@ def cls_logits(model: nn.Module, features: dict[str, torch.Tensor]) -> torch.Ten
     """
     base = model.bert
     mask = features["attention_mask"]
-    hidden = base.embeddings(
-        input_ids=features["input_ids"], token_type_ids=features.get("token_type_ids")
-    )
-    depth = len(base.encoder.layer)
-    hidden = run_layers(base, hidden, mask, 0, depth - 1)
+    hidden = run_layers(base, embed(base, features), mask, 0, len(base.encoder.layer) - 1)
     cls = _cls_only_layer(base.encoder.layer[-1], hidden, mask, model.training)
     return model.classifier(model.dropout(base.pooler(cls)))[:, 0]
 
