@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import statistics
-import subprocess
-import sys
 from pathlib import Path
+
+from cli_runs import ctxsent, summarise
 
 OBJECTIVES = ("sdc", "dpc", "dslc", "all")
 TARGETS = {  # training set (its dev split selects the model), test set
@@ -38,12 +36,6 @@ TARGETS = {  # training set (its dev split selects the model), test set
 }
 TEST_DATA = {"wikiqa": "wikiqa:../shared/data/wikiqa", "selqa": "selqa:../shared/data/selqa"}
 METRICS = ("map", "mrr", "p@1", "ndcg@10")
-
-
-def ctxsent(*args: str) -> str:
-    command = [shutil.which("ctxsent") or "ctxsent", *args]
-    print("+", " ".join(command), file=sys.stderr, flush=True)
-    return subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
 
 
 def pretrain(objective: str, args, extra: list[str]) -> Path:
@@ -79,17 +71,6 @@ def evaluate(model: Path, test: str) -> dict:
     return json.loads(cached.read_text())
 
 
-def summarise(runs: list[dict]) -> dict:
-    summary = {"seeds": runs}
-    for metric in METRICS:
-        values = [run[metric] for run in runs]
-        summary[metric] = {
-            "mean": round(statistics.fmean(values), 4),
-            "std": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0,
-        }
-    return summary
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("runs/ssp-table1"))
@@ -120,7 +101,7 @@ def main() -> None:
                 evaluate(finetune(name, target, seed, init, args, extra), test)
                 for seed in args.seeds
             ]
-            table.setdefault(f"{target} -> {test} test", {})[name] = summarise(runs)
+            table.setdefault(f"{target} -> {test} test", {})[name] = summarise(runs, METRICS)
     print(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()}, "table": table},
                      indent=2))  # fmt: skip
 

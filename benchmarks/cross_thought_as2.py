@@ -1,0 +1,76 @@
+"""Cross-Thought-style answer selection (section 3.3, Eq. 10) over seeds, with one command.
+
+For each seed (each step skipped when its output exists, so the run resumes):
+
+1. pre-train a Cross-Thought preset from MiniLM (``ctxsent pretrain cross-thought``; the
+   default ``mlm-1-64-cpu`` is the MLM-1-64 baseline: no cross-sequence layers, so Eq. 10
+   becomes a softmax over cosine similarities);
+2. fine-tune it on WikiQA with Eq. 10 (``ctxsent finetune cross-thought --task as2``),
+   keeping the best WikiQA dev-clean MAP, which also scores WikiQA test-clean once;
+3. score SelQA test once with the same model (``ctxsent eval as2``);
+4. print one JSON object: per test set the metrics of every seed, their mean and std.
+
+    python benchmarks/cross_thought_as2.py --out runs/eq10 --seeds 1 2 3
+
+The pre-training and fine-tuning steps use the same seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from cli_runs import ctxsent, summarise
+
+WIKIQA = "wikiqa:../shared/data/wikiqa"
+SELQA = "selqa:../shared/data/selqa"
+METRICS = ("map", "mrr", "p@1", "ndcg@10")
+
+
+def run_seed(seed: int, args) -> dict:
+    """The three steps for one seed; returns dev, WikiQA test-clean and SelQA test metrics."""
+    pretrained, finetuned = args.out / f"pretrain-s{seed}", args.out / f"finetune-s{seed}"
+    if not (pretrained / "summary.json").exists():
+        ctxsent("pretrain", "cross-thought", "--preset", args.preset, "--corpus",
+                str(args.corpus), "--out", str(pretrained), "--seed", str(seed),
+                "--max-steps", str(args.pretrain_steps))  # fmt: skip
+    if not (finetuned / "metrics.json").exists():
+        ctxsent("finetune", "cross-thought", "--task", "as2", "--init", str(pretrained / "model"),
+                "--out", str(finetuned), "--data", WIKIQA, "--seed", str(seed),
+                "--max-steps", str(args.finetune_steps),
+                "--eval-every", str(args.eval_every))  # fmt: skip
+    selqa = finetuned / "test-selqa.json"
+    if not selqa.exists():
+        selqa.write_text(ctxsent("eval", "as2", "--model", str(finetuned / "model"),
+                                 "--data", SELQA, "--split", "test"))  # fmt: skip
+    metrics = json.loads((finetuned / "metrics.json").read_text())
+    return {
+        "wikiqa dev-clean (best)": metrics["best_dev"],
+        "wikiqa test-clean": metrics["test_clean"],
+        "selqa test": json.loads(selqa.read_text()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/cross-thought-as2"))
+    parser.add_argument("--corpus", type=Path, default=Path("runs/corpus-wiki"))
+    parser.add_argument("--preset", default="mlm-1-64-cpu")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    parser.add_argument("--pretrain-steps", type=int, default=120)
+    parser.add_argument("--finetune-steps", type=int, default=300)
+    parser.add_argument("--eval-every", type=int, default=100)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs = [run_seed(seed, args) for seed in args.seeds]
+    table = {
+        split: summarise([run[split] for run in runs], METRICS)
+        for split in ("wikiqa dev-clean (best)", "wikiqa test-clean", "selqa test")
+    }
+    print(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()}, "table": table},
+                     indent=2))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
