@@ -30,6 +30,16 @@ def test_encode_concatenates_the_special_tokens_and_ignores_batching(model):
     np.testing.assert_allclose(batched[:, 32:], special[:, 1].numpy(), atol=1e-6)
 
 
+def test_chunked_embed_matches_one_batch_in_input_order_with_gradients(model):
+    model.eval()  # no dropout: the chunked and the padded batch must agree
+    texts = TEXTS + ["a", "the keeper of the light on the rocks at the end of the pier"]
+    whole = model.embed(texts)
+    chunked = model.embed(texts, batch_size=2)
+    torch.testing.assert_close(chunked, whole, atol=1e-5, rtol=1e-4)
+    chunked.sum().backward()
+    assert model.special.grad is not None and model.special.grad.abs().sum() > 0
+
+
 def test_special_positions_are_fixed_and_word_positions_shift(model):
     ids = model.tokenize(["the lighthouse keeper"])
     base = model.encode_tokens(ids["input_ids"], ids["attention_mask"])

@@ -175,6 +175,12 @@ def _bert_config(config: CrossThoughtConfig, overrides: dict | None):
     return backbone
 
 
+def length_sorted_chunks(texts: Sequence[str], size: int) -> list[list[int]]:
+    """Indices of ``texts`` longest first (by characters), cut into chunks of ``size``."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    return [order[start : start + size] for start in range(0, len(order), size)]
+
+
 @register_model("cross-thought")
 class CrossThoughtModel(nn.Module):
     """Encoder (Eq. 1-2) plus one cross-sequence Transformer per special token (Eq. 3-7)."""
@@ -354,10 +360,23 @@ class CrossThoughtModel(nn.Module):
             return_tensors="pt",
         )
 
-    def embed(self, texts: list[str]) -> torch.Tensor:
-        """``E`` for a batch of texts, ``(B, N, d)``, with gradients (for fine-tuning)."""
+    def embed(self, texts: list[str], batch_size: int | None = None) -> torch.Tensor:
+        """``E`` for a batch of texts, ``(B, N, d)``, with gradients (for fine-tuning).
+
+        With ``batch_size``, the texts run in length-sorted chunks of that size: less
+        padding, and activation memory grows with the texts' own lengths instead of
+        ``len(texts)`` times the longest one. Rows come back in input order.
+        """
         if not texts:
             raise InputError("no texts to embed", field="texts")
+        if batch_size is None or len(texts) <= batch_size:
+            return self._embed_batch(texts)
+        chunks = length_sorted_chunks(texts, batch_size)
+        parts = [self._embed_batch([texts[i] for i in rows]) for rows in chunks]
+        order = torch.tensor([i for rows in chunks for i in rows], device=self.device)
+        return torch.cat(parts)[order.argsort()]
+
+    def _embed_batch(self, texts: list[str]) -> torch.Tensor:
         batch = self.tokenize([t if t.strip() else self.tokenizer.unk_token for t in texts])
         batch = {k: v.to(self.device) for k, v in batch.items()}
         return self.sentence_embeddings(
@@ -369,15 +388,13 @@ class CrossThoughtModel(nn.Module):
     ) -> torch.Tensor:
         """``E`` ``(len(texts), N, d)`` float32 on the CPU, in input order (length-sorted)."""
         out = torch.empty(len(texts), self.config.num_special, self.width)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         was_training = self.training
         self.eval()
         try:
             with torch.inference_mode():
-                starts = range(0, len(order), batch_size)
-                for start in tqdm(starts, desc="encode", unit="batch", disable=not show_progress):
-                    rows = order[start : start + batch_size]
-                    out[rows] = self.embed([texts[i] for i in rows]).float().cpu()
+                chunks = length_sorted_chunks(texts, batch_size)
+                for rows in tqdm(chunks, desc="encode", unit="batch", disable=not show_progress):
+                    out[rows] = self._embed_batch([texts[i] for i in rows]).float().cpu()
         finally:
             self.train(was_training)
         return out

@@ -229,6 +229,11 @@ class FineTuneConfig:
     seed: int = 42
 
 
+#: Texts per forward chunk when a step embeds a question batch's texts (memory bound; the
+#: loss is the same as one padded batch).
+EMBED_CHUNK = 32
+
+
 def _optimise(
     parameters: list[nn.Parameter],
     config: FineTuneConfig,
@@ -297,7 +302,7 @@ def finetune_answer_selection(
             candidate_lists.append((positives, negatives))
         texts = list(dict.fromkeys(questions + [c for p, n in candidate_lists for c in p + n]))
         row = {text: i for i, text in enumerate(texts)}
-        embeddings = model.embed(texts)
+        embeddings = model.embed(texts, batch_size=EMBED_CHUNK)
         losses = []
         for question, (positives, negatives) in zip(questions, candidate_lists, strict=True):
             candidates = embeddings[[row[c] for c in positives + negatives]]
