@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
 
 from ctxsent.corpus.titles import EVALUATION_OVERLAP_TITLES
 from ctxsent.errors import InputError
@@ -238,23 +239,26 @@ def _optimise(
     parameters: list[nn.Parameter],
     config: FineTuneConfig,
     step_loss: Callable[[int, np.random.Generator], torch.Tensor],
-    evaluate: Callable[[int], None],
+    evaluate: Callable[[int], float],
 ) -> None:
-    """AdamW + triangular schedule; ``evaluate(step)`` every ``eval_every`` steps and at the end."""
+    """AdamW + triangular schedule; ``evaluate(step)`` (returns the dev score shown on the
+    progress bar) every ``eval_every`` steps and at the end."""
     optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=0.0)
     schedule = triangular_schedule(
         optimizer, int(config.warmup_ratio * config.max_steps), config.max_steps
     )
     rng = np.random.default_rng(config.seed)
-    for step in range(1, config.max_steps + 1):
+    progress = tqdm(range(1, config.max_steps + 1), desc="fine-tune", unit="step")
+    for step in progress:
         loss = step_loss(step, rng)
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(parameters, 1.0)
         optimizer.step()
         schedule.step()
+        progress.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
         if step % config.eval_every == 0 or step == config.max_steps:
-            evaluate(step)
+            progress.write(f"step {step}: dev {evaluate(step):.4f}")
 
 
 def answer_selection_loss(
@@ -313,13 +317,14 @@ def finetune_answer_selection(
             )
         return torch.stack(losses).mean()
 
-    def evaluate(step: int) -> None:
+    def evaluate(step: int) -> float:
         ranker.clear_cache()
         scores = ranker.predict(dev)
         metrics = as2_metrics([r.question_id for r in dev], [r.label for r in dev], scores)
         if metrics["map"] > best["map"]:
             best.update(metrics, step=step)
             ranker.save_pretrained(out / "model")
+        return metrics["map"]
 
     evaluate(0)
     _optimise(list(model.parameters()), config, step_loss, evaluate)
@@ -390,11 +395,12 @@ def finetune_pair_classifier(
         logits = classifier([train.first[i] for i in rows], [train.second[i] for i in rows])
         return nn.functional.cross_entropy(logits, labels[rows])
 
-    def evaluate(step: int) -> None:
+    def evaluate(step: int) -> float:
         dev_metrics = pair_metrics(dev.labels, classifier.predict(dev))
         if dev_metrics["acc"] > best["dev"]["acc"]:
             best.update(step=step, dev=dev_metrics)
             best_state.update(copy.deepcopy(classifier.state_dict()))
+        return dev_metrics["acc"]
 
     _optimise(list(classifier.parameters()), config, step_loss, evaluate)
     classifier.load_state_dict(best_state)
