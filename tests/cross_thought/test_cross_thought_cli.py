@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
+import torch
 import typer
 from typer.testing import CliRunner
 
@@ -62,3 +64,18 @@ def test_retrieval_command_prints_recall(tmp_path):
     assert result.exit_code == 0, result.output
     output = json.loads(result.output)
     assert output["bm25"]["all_paragraphs"]["recall@1"] == 100.0
+
+
+def test_init_backbone_builds_the_mlm_1_architecture_from_the_backbone(tiny_bert, tmp_path):
+    from transformers import AutoModel
+
+    from ctxsent.errors import ModelFolderError
+    from ctxsent.training.cross_thought_cli import model_to_finetune
+
+    model = model_to_finetune("backbone", str(tiny_bert))
+    assert model.config.num_special == 1 and not model.config.cross_sequence
+    words = AutoModel.from_pretrained(tiny_bert).embeddings.word_embeddings.weight
+    cls = words[model.tokenizer.cls_token_id]
+    assert torch.equal(model.special[0], cls)  # the special token starts as [CLS]
+    with pytest.raises(ModelFolderError, match="missing"):
+        model_to_finetune(str(tmp_path / "missing"), str(tiny_bert))

@@ -71,7 +71,13 @@ def pretrain_command(
 
 def finetune_command(
     task: Annotated[str, typer.Option(help="as2 | sick-e | mrpc")],
-    init: Annotated[Path, typer.Option(help="a pre-trained cross-thought model folder")],
+    init: Annotated[
+        str,
+        typer.Option(
+            help="a pre-trained cross-thought model folder, or 'backbone': --backbone's "
+            "weights with no pre-training (MLM-1 architecture, cosine Eq. 10)"
+        ),
+    ],
     out: Annotated[Path, typer.Option(help="run folder; AS2 keeps the best ranker in OUT/model")],
     data: Annotated[
         str,
@@ -83,15 +89,17 @@ def finetune_command(
     negatives: Annotated[int, typer.Option(help="AS2: sampled negatives per question")] = 15,
     eval_every: int = 100,
     seed: int = 42,
+    backbone: Annotated[str, typer.Option(help="with --init backbone: the encoder")] = (
+        "all-MiniLM-L6-v2"
+    ),
 ) -> None:
     """Fine-tune a pre-trained Cross-Thought: answer selection (Eq. 10) or pairs (Eq. 11)."""
     from ctxsent.io import atomic_write
-    from ctxsent.models.cross_thought import CrossThoughtModel
     from ctxsent.training.cross_thought_train import FineTuneConfig
 
     if task not in ("as2", "sick-e", "mrpc"):
         raise InputError(f"expected as2, sick-e or mrpc, got {task!r}", field="task")
-    model = CrossThoughtModel.from_pretrained(init)
+    model = model_to_finetune(init, backbone)
     as2 = task == "as2"
     config = FineTuneConfig(
         learning_rate=lr or (5e-5 if as2 else 2e-5),
@@ -110,6 +118,21 @@ def finetune_command(
     with atomic_write(out / "metrics.json") as handle:
         json.dump(result, handle, indent=2)
     typer.echo(json.dumps(result, indent=2))
+
+
+def model_to_finetune(init: str, backbone: str):
+    """The model ``--init`` names: a saved Cross-Thought folder, or ``backbone``.
+
+    ``backbone`` is the MLM-1 architecture (one special token, no cross-sequence layers)
+    built from the backbone's weights with no pre-training: the special token starts as the
+    backbone's ``[CLS]``, so Eq. 10 fine-tunes the backbone as a bi-encoder with a listwise
+    softmax over cosine similarities (:data:`~ctxsent.models.cross_thought.COSINE_TEMPERATURE`).
+    """
+    from ctxsent.models.cross_thought import CrossThoughtConfig, CrossThoughtModel
+
+    if init == "backbone":
+        return CrossThoughtModel.build(CrossThoughtConfig(backbone=backbone, cross_sequence=False))
+    return CrossThoughtModel.from_pretrained(init)
 
 
 def _finetune_as2(model, data: str, out: Path, config) -> dict:
