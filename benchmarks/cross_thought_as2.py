@@ -4,7 +4,8 @@ For each seed (each step skipped when its output exists, so the run resumes):
 
 1. pre-train a Cross-Thought preset from MiniLM (``ctxsent pretrain cross-thought``; the
    default ``mlm-1-64-cpu`` is the MLM-1-64 baseline: no cross-sequence layers, so Eq. 10
-   becomes a softmax over cosine similarities);
+   becomes a softmax over cosine similarities); ``--pretrain-steps 0`` skips this and
+   fine-tunes MiniLM itself (``--init backbone``);
 2. fine-tune it on WikiQA with Eq. 10 (``ctxsent finetune cross-thought --task as2``),
    keeping the best WikiQA dev-clean MAP, which also scores WikiQA test-clean once;
 3. score SelQA test once with the same model (``ctxsent eval as2``);
@@ -31,12 +32,13 @@ METRICS = ("map", "mrr", "p@1", "ndcg@10")
 def run_seed(seed: int, args) -> dict:
     """The three steps for one seed; returns dev, WikiQA test-clean and SelQA test metrics."""
     pretrained, finetuned = args.out / f"pretrain-s{seed}", args.out / f"finetune-s{seed}"
-    if not (pretrained / "summary.json").exists():
+    init = str(pretrained / "model") if args.pretrain_steps else "backbone"
+    if args.pretrain_steps and not (pretrained / "summary.json").exists():
         ctxsent("pretrain", "cross-thought", "--preset", args.preset, "--corpus",
                 str(args.corpus), "--out", str(pretrained), "--seed", str(seed),
                 "--max-steps", str(args.pretrain_steps))  # fmt: skip
     if not (finetuned / "metrics.json").exists():
-        ctxsent("finetune", "cross-thought", "--task", "as2", "--init", str(pretrained / "model"),
+        ctxsent("finetune", "cross-thought", "--task", "as2", "--init", init,
                 "--out", str(finetuned), "--data", WIKIQA, "--seed", str(seed),
                 "--max-steps", str(args.finetune_steps),
                 "--eval-every", str(args.eval_every))  # fmt: skip
