@@ -211,6 +211,14 @@ def test_cache_hits_skip_the_encoder_and_keys_follow_model_and_texts(
     assert len(other_texts.encoded) == 40
 
 
+def test_empty_sentences_are_embedded_as_a_full_stop_like_senteval(table_encoder) -> None:
+    table = {".": np.array([3.0, 3.0]), "a": np.array([1.0, 0.0])}
+    encoder = table_encoder(table)
+    vectors = Embedder(encoder, "test")("key", ["a", "", "  "])
+    np.testing.assert_array_equal(vectors, [table["a"], table["."], table["."]])
+    assert "" not in encoder.encoded
+
+
 def test_encoder_returning_the_wrong_shape_is_reported() -> None:
     class Broken:
         def encode(self, texts: list[str]) -> np.ndarray:

@@ -179,6 +179,11 @@ def accuracy_averages(results: Sequence[TaskResult]) -> dict[str, dict[str, floa
     return averages
 
 
+#: What an empty or blank sentence is embedded as: SentEval's batchers turn an empty
+#: sentence into ``["."]`` (CR has 4 empty lines; word-level encoders refuse empty texts).
+EMPTY_TEXT = "."
+
+
 class Embedder:
     """Embeds a task's unique sentences once: sorted by length, in chunks (with a progress
     bar), through an on-disk cache keyed by (model fingerprint, task files, text hash)."""
@@ -209,6 +214,7 @@ class Embedder:
         return self.cache_dir / f"{key.replace('/', '_')}-{digest.hexdigest()[:20]}.npy"
 
     def __call__(self, key: str, texts: list[str]) -> np.ndarray:
+        texts = [text if text.strip() else EMPTY_TEXT for text in texts]
         path = self.cache_path(key, texts)
         if path is not None and path.is_file():
             cached = np.load(path)
