@@ -43,6 +43,7 @@ from tqdm.auto import tqdm
 from ctxsent.evaluation.sts import correlation, evaluate_sts, fit_relatedness
 from ctxsent.io import atomic_path
 from ctxsent.tasks.senteval import Pairs, TaskData
+from ctxsent.text.length_chunks import length_sorted_chunks
 
 
 class Encoder(Protocol):
@@ -227,11 +228,9 @@ class Embedder:
         return embeddings
 
     def _encode(self, key: str, texts: list[str]) -> np.ndarray:
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        chunks = []
+        order, chunks = [], []
         with tqdm(total=len(texts), desc=key, unit="sent", disable=not self.show_progress) as bar:
-            for start in range(0, len(order), self.chunk_size):
-                rows = order[start : start + self.chunk_size]
+            for rows in length_sorted_chunks(texts, self.chunk_size):
                 chunk = np.asarray(self.encoder.encode([texts[i] for i in rows]), dtype=np.float32)
                 if chunk.ndim != 2 or chunk.shape[0] != len(rows):
                     raise ValueError(
@@ -239,6 +238,7 @@ class Embedder:
                         "expected (n_texts, dim)"
                     )
                 chunks.append(chunk)
+                order.extend(rows)
                 bar.update(len(rows))
         encoded = np.concatenate(chunks)
         embeddings = np.empty_like(encoded)

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
 
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.text.length_chunks import length_sorted_chunks
 
 
 class BiEncoder(nn.Module):
@@ -100,7 +101,6 @@ class BiEncoder(nn.Module):
         show_progress: bool = False,
     ) -> np.ndarray:
         """Embed ``texts`` into a ``(len(texts), dim)`` float32 array, in input order."""
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         was_training = self.training
         self.eval()
@@ -109,9 +109,8 @@ class BiEncoder(nn.Module):
                 torch.inference_mode(),
                 torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16),
             ):
-                starts = range(0, len(order), batch_size)
-                for start in tqdm(starts, desc="encode", unit="batch", disable=not show_progress):
-                    rows = order[start : start + batch_size]
+                chunks = length_sorted_chunks(texts, batch_size)
+                for rows in tqdm(chunks, desc="encode", unit="batch", disable=not show_progress):
                     batch = self.tokenizer(
                         [texts[i] for i in rows],
                         padding=True,

@@ -48,6 +48,7 @@ from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.saving import read_manifest, register_model, write_manifest
 from ctxsent.tasks.as2_records import As2Record
+from ctxsent.text.length_chunks import length_sorted_chunks
 
 WEIGHTS_FILE = "model.safetensors"
 BACKBONE_CONFIG_FILE = "config.json"
@@ -173,12 +174,6 @@ def _bert_config(config: CrossThoughtConfig, overrides: dict | None):
             field="backbone",
         )
     return backbone
-
-
-def length_sorted_chunks(texts: Sequence[str], size: int) -> list[list[int]]:
-    """Indices of ``texts`` longest first (by characters), cut into chunks of ``size``."""
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    return [order[start : start + size] for start in range(0, len(order), size)]
 
 
 @register_model("cross-thought")

@@ -25,6 +25,7 @@ from torch import nn
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.io import atomic_path
 from ctxsent.saving import MANIFEST, read_manifest, write_manifest
+from ctxsent.text.length_chunks import length_sorted_chunks
 from ctxsent.text.vocabulary import EOS_ID, PAD_ID, Vocabulary
 
 WEIGHTS = "model.safetensors"
@@ -66,14 +67,12 @@ class WordLevelEncoder(nn.Module):
 
     def encode(self, texts: list[str], batch_size: int = 128) -> np.ndarray:
         """Embed ``texts`` into a ``(len(texts), dim)`` float32 array, in input order."""
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         was_training = self.training
         self.eval()
         try:
             with torch.inference_mode():
-                for start in range(0, len(order), batch_size):
-                    rows = order[start : start + batch_size]
+                for rows in length_sorted_chunks(texts, batch_size):
                     ids, mask = self.batch_ids([texts[i] for i in rows])
                     out[rows] = self(ids, mask).float().cpu().numpy()
         finally:
