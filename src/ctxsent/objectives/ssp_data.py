@@ -132,9 +132,11 @@ def build_ssp_dataset(
         documents = min(documents, max_documents)
     if vocab_size is None:
         tokenizer_path = resolve_backbone(tokenizer)
-        _check_tokenizer(AutoTokenizer.from_pretrained(tokenizer_path))
+        loaded = AutoTokenizer.from_pretrained(tokenizer_path)
+        _check_tokenizer(loaded)
+        tokenizer_name = tokenizer
     else:
-        tokenizer = f"wordpiece-{vocab_size} trained on the corpus"
+        tokenizer_name = f"wordpiece-{vocab_size} trained on the corpus"
     blocks = -(-documents // config.block_size)
     started = time.perf_counter()
     cpu_started = _cpu_seconds()
@@ -147,7 +149,7 @@ def build_ssp_dataset(
         if vocab_size is not None:
             tokenizer_path = str(Path(work) / TOKENIZER_DIR)
             train_wordpiece(corpus, tokenizer_path, vocab_size, max_documents)
-        loaded = AutoTokenizer.from_pretrained(tokenizer_path)
+            loaded = AutoTokenizer.from_pretrained(tokenizer_path)
         built = Dataset.from_dict({"block": list(range(blocks))}).map(
             _build_blocks,
             batched=True,
@@ -168,7 +170,7 @@ def build_ssp_dataset(
         cpu_seconds = _cpu_seconds() - cpu_started
         built.save_to_disk(str(staged))
         loaded.save_pretrained(staged / TOKENIZER_DIR)
-        summary = _summary(built, config, tokenizer, documents, blocks, num_proc)
+        summary = _summary(built, config, tokenizer_name, documents, blocks, num_proc)
         summary["seconds"] = round(seconds, 3)
         summary["cpu_seconds"] = round(cpu_seconds, 3)
         summary["examples_per_second"] = round(len(built) / seconds, 1)
