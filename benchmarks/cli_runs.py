@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 import subprocess
@@ -25,3 +26,9 @@ def summarise(runs: list[dict], metrics: tuple[str, ...]) -> dict:
             "std": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0,
         }
     return summary
+
+
+def print_report(args, table: dict) -> None:
+    """Print the run's settings and its table as one JSON object on stdout."""
+    settings = {key: str(value) for key, value in vars(args).items()}
+    print(json.dumps({"settings": settings, "table": table}, indent=2))

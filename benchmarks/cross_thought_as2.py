@@ -22,7 +22,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cli_runs import ctxsent, summarise
+from cli_runs import ctxsent, print_report, summarise
 
 WIKIQA = "wikiqa:../shared/data/wikiqa"
 SELQA = "selqa:../shared/data/selqa"
@@ -70,8 +70,7 @@ def main() -> None:
         split: summarise([run[split] for run in runs], METRICS)
         for split in ("wikiqa dev-clean (best)", "wikiqa test-clean", "selqa test")
     }
-    print(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()}, "table": table},
-                     indent=2))  # fmt: skip
+    print_report(args, table)
 
 
 if __name__ == "__main__":

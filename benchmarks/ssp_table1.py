@@ -27,7 +27,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cli_runs import ctxsent, summarise
+from cli_runs import ctxsent, print_report, summarise
 
 OBJECTIVES = ("sdc", "dpc", "dslc", "all")
 TARGETS = {  # training set (its dev split selects the model), test set
@@ -102,8 +102,7 @@ def main() -> None:
                 for seed in args.seeds
             ]
             table.setdefault(f"{target} -> {test} test", {})[name] = summarise(runs, METRICS)
-    print(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()}, "table": table},
-                     indent=2))  # fmt: skip
+    print_report(args, table)
 
 
 if __name__ == "__main__":
