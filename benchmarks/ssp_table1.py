@@ -15,7 +15,12 @@ Steps, each skipped when its output already exists (so the run resumes):
    mean and standard deviation (MAP, MRR, P@1, nDCG@10).
 
     python benchmarks/ssp_table1.py --out runs/ssp-table1 --seeds 1 2 3 \\
-        --pretrain-steps 300 --finetune-steps 300 --documents 1000
+        --pretrain-steps 300 --finetune-steps 300 --documents 1000 --jobs 2
+
+``--jobs N`` runs N ``ctxsent`` commands at a time (give each one torch thread with
+``OMP_NUM_THREADS``); a contextual+SSP fine-tune waits for its own pre-training only.
+Pre-training warms up over the first 10% of ``--pretrain-steps`` (the CPU presets'
+250 warm-up steps are sized for their 2,500 steps).
 
 Extra ``ctxsent finetune as2`` / ``pretrain ssp`` options (e.g. ``--accelerator gpu``)
 go after ``--``.
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from cli_runs import ctxsent, print_report, summarise
@@ -47,7 +53,8 @@ def pretrain(objective: str, args, extra: list[str]) -> Path:
     if not (run / "model").exists():
         ctxsent("pretrain", "ssp", "--data", str(data), "--out", str(run),
                 "--preset", f"ssp-{objective}{args.preset_suffix}",
-                "--max-steps", str(args.pretrain_steps), *extra)  # fmt: skip
+                "--max-steps", str(args.pretrain_steps),
+                "--warmup-steps", str(max(1, args.pretrain_steps // 10)), *extra)  # fmt: skip
     return run / "model"
 
 
@@ -56,6 +63,8 @@ def finetune(name: str, target: str, seed: int, init: list[str], args, extra: li
     run = args.out / f"{target}-{name}-seed{seed}"
     if not (run / "model").exists():
         negatives = ["--max-negatives", "4"] if target == "squad" else []
+        if target == "squad":  # its dev split has ~195 candidates for each of 1,258 questions
+            negatives += ["--dev-questions", str(args.squad_dev_questions)]
         ctxsent("finetune", "as2", "--data", train, "--out", str(run),
                 "--max-steps", str(args.finetune_steps), "--epochs", "100",
                 "--lr", str(args.lr), "--eval-every", str(args.finetune_steps // 4),
@@ -85,23 +94,41 @@ def main() -> None:
     parser.add_argument("--preset-suffix", default="-cpu", help="'-cpu' or '' (GPU presets)")
     parser.add_argument("--finetune-steps", type=int, default=300)
     parser.add_argument("--lr", type=float, default=3e-5)
+    parser.add_argument("--squad-dev-questions", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=1, help="ctxsent commands run at once")
     parser.add_argument("extra", nargs=argparse.REMAINDER, help="-- options for ctxsent")
     args = parser.parse_args()
     extra = [a for a in args.extra if a != "--"]
     args.out.mkdir(parents=True, exist_ok=True)
 
-    checkpoints = {f"contextual+ssp-{o}": pretrain(o, args, extra) for o in args.objectives}
-    models = {"pairwise": ["--pairwise"], "contextual": ["--contextual"]}
-    models |= {name: ["--contextual", "--init", str(p)] for name, p in checkpoints.items()}
-    table: dict = {}
-    for target in args.targets:
-        test = TARGETS[target][1]
-        for name, init in models.items():
-            runs = [
-                evaluate(finetune(name, target, seed, init, args, extra), test)
-                for seed in args.seeds
+    with ThreadPoolExecutor(args.jobs) as pool:
+        # Pre-trainings are queued first, so a fine-tune that waits for one never blocks a
+        # worker that the pre-training itself still needs.
+        checkpoints = {
+            f"contextual+ssp-{o}": pool.submit(pretrain, o, args, extra) for o in args.objectives
+        }
+        models: dict[str, list[str] | Future] = {"pairwise": ["--pairwise"]}
+        models |= {"contextual": ["--contextual"], **checkpoints}
+
+        def finetune_and_evaluate(name: str, target: str, seed: int) -> dict:
+            init = models[name]
+            if isinstance(init, Future):
+                init = ["--contextual", "--init", str(init.result())]
+            return evaluate(finetune(name, target, seed, init, args, extra), TARGETS[target][1])
+
+        jobs = {
+            (target, name): [
+                pool.submit(finetune_and_evaluate, name, target, seed) for seed in args.seeds
             ]
-            table.setdefault(f"{target} -> {test} test", {})[name] = summarise(runs, METRICS)
+            for target in args.targets
+            for name in models
+        }
+        table: dict = {}
+        for (target, name), runs in jobs.items():
+            results = [run.result() for run in runs]
+            table.setdefault(f"{target} -> {TARGETS[target][1]} test", {})[name] = summarise(
+                results, METRICS
+            )
     print_report(args, table)
 
 

@@ -182,6 +182,13 @@ def finetune_as2_command(
     max_negatives: Annotated[
         int | None, typer.Option(help="negatives kept per question (subsample large sets)")
     ] = None,
+    loss: Annotated[
+        str,
+        typer.Option(
+            help="pointwise (cross-entropy per pair) | listwise (softmax over each "
+            "question's candidates; batches of whole questions)"
+        ),
+    ] = "pointwise",
     max_length: int = 256,
     precision: Annotated[str, typer.Option(help="auto | fp32 | bf16 | fp16")] = "auto",
     accelerator: str = "auto",
@@ -224,6 +231,7 @@ def finetune_as2_command(
         eval_every=eval_every,
         patience=patience,
         max_negatives_per_question=max_negatives,
+        loss=loss,
         precision=precision,
         accelerator=accelerator,
         devices=int(devices) if devices.isdigit() else devices,

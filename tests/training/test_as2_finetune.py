@@ -91,3 +91,65 @@ def test_head_lr_scale_applies_to_the_scoring_heads_only(tiny_bert, tmp_path):
         assert group["initial_lr"] == pytest.approx(1e-3 if in_heads.pop() else 1e-4)
     grouped = sum(len(group["params"]) for group in optimizer.param_groups)
     assert grouped == len(list(ranker.parameters()))
+
+
+def test_listwise_loss_is_the_softmax_mass_on_each_questions_positives():
+    import torch
+
+    from ctxsent.training.as2_finetune import listwise_loss
+
+    logits = torch.tensor([2.0, 0.0, 1.0, 0.5, 3.0, 0.0])
+    labels = torch.tensor([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+    groups = torch.tensor([7, 7, 7, 4, 4, 4])
+    first = -torch.log((torch.exp(logits[0]) + torch.exp(logits[2])) / torch.exp(logits[:3]).sum())
+    second = -torch.log_softmax(logits[3:], 0)[1]
+    expected = (first + second) / 2
+    assert listwise_loss(logits, labels, groups).item() == pytest.approx(expected.item())
+    with pytest.raises(ValueError, match="question 4 has no correct candidate"):
+        listwise_loss(logits, torch.tensor([1.0, 0, 0, 0, 0, 0]), groups)
+
+
+def test_question_batches_keep_questions_whole_and_depend_on_epoch():
+    from ctxsent.training.sampling import QuestionBatches
+
+    groups = [[0, 1, 2], [3, 4], [5], [6, 7, 8, 9], [10, 11]]
+    sampler = QuestionBatches(groups, questions_per_batch=2, seed=1)
+    first = list(sampler)
+    assert len(first) == len(sampler) == 3
+    assert sorted(i for batch in first for i in batch) == list(range(12))
+    for batch in first:  # each batch is a union of whole questions
+        assert {tuple(g) for g in groups if set(g) & set(batch)} == {
+            tuple(g) for g in groups if set(g) <= set(batch)
+        }
+    assert list(sampler) == first
+    orders = {tuple(map(tuple, sampler)) for epoch in range(5) if not sampler.set_epoch(epoch)}
+    assert len(orders) > 1
+    with pytest.raises(ValueError):
+        QuestionBatches(groups, questions_per_batch=0)
+
+
+def test_listwise_finetune_learns(tiny_bert, tmp_path):
+    train, dev = synthetic_as2(96, seed=1), synthetic_as2(24, seed=2)
+    ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
+    config = As2TrainConfig(
+        learning_rate=3e-3, batch_size=16, epochs=3, eval_every=8, warmup_ratio=0.0, seed=0,
+        loss="listwise",
+    )  # fmt: skip
+    best = finetune_as2(ranker, train, dev, tmp_path / "run", config)
+    assert best["dev"]["map"] > 0.8  # chance is ~0.52
+    assert best["train"]["loss"] == "listwise"
+
+
+def test_unknown_loss_is_refused_before_training(tiny_bert, tmp_path):
+    from ctxsent.errors import InputError
+
+    ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
+    with pytest.raises(InputError, match="field 'loss'.*pairwise"):
+        finetune_as2(
+            ranker,
+            synthetic_as2(8, 0),
+            synthetic_as2(4, 1),
+            tmp_path,
+            As2TrainConfig(loss="pairwise"),
+        )
+    assert not (tmp_path / "model").exists()

@@ -1,8 +1,9 @@
 """Fine-tuning AS2 cross-encoders with Lightning (SSP paper, appendix D).
 
-Pointwise binary cross-entropy on (question, candidate[, context]) records;
-AdamW without weight decay, a triangular schedule (linear warm-up, then
-linear decay to zero), gradients clipped at 1.0, dev MAP measured every
+Pointwise binary cross-entropy on (question, candidate[, context]) records (or,
+as an option, :func:`listwise_loss` over batches of whole questions); AdamW
+without weight decay, a triangular schedule (linear warm-up, then linear decay
+to zero), gradients clipped at 1.0, dev MAP measured every
 ``eval_every`` steps with early stopping after ``patience`` evaluations
 without improvement (the paper: 5). The best model so far is always saved as
 a ctxsent folder ``OUT/model``; ``OUT/checkpoints/last.ckpt`` lets an
@@ -25,13 +26,18 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
+from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.io import atomic_write
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import lightning_precision
 from ctxsent.tasks.as2_records import As2Record, group_by_question
 from ctxsent.training.optim import no_weight_decay, triangular_schedule
-from ctxsent.training.sampling import LengthGroupedBatches, length_sorted_batches
+from ctxsent.training.sampling import (
+    LengthGroupedBatches,
+    QuestionBatches,
+    length_sorted_batches,
+)
 
 
 @dataclass
@@ -53,6 +59,9 @@ class As2TrainConfig:
     #: head learning rates; 1.0 trains everything alike.
     head_lr_scale: float = 1.0
     max_negatives_per_question: int | None = None
+    #: "pointwise" (binary cross-entropy per candidate, the papers' recipe) or "listwise"
+    #: (:func:`listwise_loss`; batches of whole questions, about ``batch_size`` pairs each).
+    loss: str = "pointwise"
     precision: str = "auto"
     accelerator: str = "auto"
     devices: int | str = "auto"
@@ -83,6 +92,25 @@ def sample_negatives(
     return kept
 
 
+def listwise_loss(logits: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """Mean over questions of -log(softmax mass on the question's correct candidates).
+
+    The softmax runs over each question's candidates in the batch (``groups`` holds
+    one question number per row): Cross-Thought's Eq. 10 on cross-encoder scores,
+    with every correct candidate counted. Unlike pointwise cross-entropy it is not
+    swamped by negatives when a question has hundreds of them (ASNQ, SQuAD-AS2).
+    Every question must have a correct candidate in the batch.
+    """
+    losses = []
+    for group in torch.unique(groups):
+        rows = groups == group
+        positives = rows & (labels > 0)
+        if not positives.any():
+            raise ValueError(f"question {int(group)} has no correct candidate in the batch")
+        losses.append(torch.logsumexp(logits[rows], 0) - torch.logsumexp(logits[positives], 0))
+    return torch.stack(losses).mean()
+
+
 class As2FineTuneModule(L.LightningModule):
     """Trains a :class:`CrossEncoderRanker` and keeps the best dev-MAP model on disk."""
 
@@ -92,8 +120,10 @@ class As2FineTuneModule(L.LightningModule):
         config: As2TrainConfig,
         dev_records: Sequence[As2Record],
         out_dir: Path,
-        train_batches: LengthGroupedBatches | None = None,
+        train_batches: LengthGroupedBatches | QuestionBatches | None = None,
+        train_questions: torch.Tensor | None = None,
     ) -> None:
+        """``train_questions``: a question number per training record (listwise loss)."""
         super().__init__()
         self.ranker = ranker
         self.config = config
@@ -101,6 +131,7 @@ class As2FineTuneModule(L.LightningModule):
         self.dev_labels = [r.label for r in dev_records]
         self.out_dir = out_dir
         self.train_batches = train_batches
+        self.train_questions = train_questions
         self.best_dev_map = -math.inf
         self.loss_fn = torch.nn.BCEWithLogitsLoss()
         self._dev_scores: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -110,8 +141,13 @@ class As2FineTuneModule(L.LightningModule):
             self.train_batches.set_epoch(self.current_epoch)
 
     def training_step(self, batch, batch_idx):
-        features, labels, _ = batch
-        loss = self.loss_fn(self.ranker(features), labels)
+        features, labels, indices = batch
+        logits = self.ranker(features)
+        if self.config.loss == "listwise":
+            questions = self.train_questions[indices.cpu()].to(logits.device)
+            loss = listwise_loss(logits, labels, questions)
+        else:
+            loss = self.loss_fn(logits, labels)
         self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
         return loss
 
@@ -196,6 +232,30 @@ def _char_lengths(records: Sequence[As2Record]) -> list[int]:
     return [len(r.question) + len(r.candidate) + len(r.previous) + len(r.next) for r in records]
 
 
+def _train_batches(
+    train: Sequence[As2Record], config: As2TrainConfig
+) -> tuple[LengthGroupedBatches | QuestionBatches, torch.Tensor | None]:
+    """The batch sampler for ``config.loss``, and each record's question number (listwise).
+
+    Listwise batches hold whole questions, as many as make ``batch_size`` pairs on
+    average; questions without a correct candidate carry no listwise signal and are left out.
+    """
+    if config.loss == "pointwise":
+        return LengthGroupedBatches(_char_lengths(train), config.batch_size, config.seed), None
+    if config.loss != "listwise":
+        raise InputError(f"expected pointwise or listwise, got {config.loss!r}", field="loss")
+    number = {qid: i for i, qid in enumerate(dict.fromkeys(r.question_id for r in train))}
+    questions = torch.tensor([number[r.question_id] for r in train])
+    groups: dict[int, list[int]] = {}
+    for index, record in enumerate(train):
+        groups.setdefault(number[record.question_id], []).append(index)
+    answered = [g for g in groups.values() if any(train[i].label for i in g)]
+    if not answered:
+        raise InputError("no training question has a correct candidate", field="loss")
+    per_batch = max(1, round(config.batch_size * len(answered) / sum(map(len, answered))))
+    return QuestionBatches(answered, per_batch, config.seed), questions
+
+
 def finetune_as2(
     ranker: CrossEncoderRanker,
     train: Sequence[As2Record],
@@ -213,13 +273,12 @@ def finetune_as2(
     out_dir.mkdir(parents=True, exist_ok=True)
     L.seed_everything(config.seed, verbose=False)
     train = sample_negatives(train, config.max_negatives_per_question, config.seed)
-
-    train_batches = LengthGroupedBatches(_char_lengths(train), config.batch_size, config.seed)
+    train_batches, train_questions = _train_batches(train, config)
     train_loader = _loader(ranker, train, train_batches)
     dev_loader = _loader(
         ranker, dev, length_sorted_batches(_char_lengths(dev), config.eval_batch_size)
     )
-    module = As2FineTuneModule(ranker, config, dev, out_dir, train_batches)
+    module = As2FineTuneModule(ranker, config, dev, out_dir, train_batches, train_questions)
     checkpoints = L.pytorch.callbacks.ModelCheckpoint(  # after every dev evaluation
         dirpath=out_dir / "checkpoints",
         filename="latest",

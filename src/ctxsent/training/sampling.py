@@ -1,4 +1,4 @@
-"""Batch samplers that keep padding low on CPU.
+"""Batch samplers: length-grouped batches (low padding on CPU) and whole-question batches.
 
 Length grouping follows the usual recipe: shuffle, cut into mega-batches of
 ``group`` batches, sort each mega-batch by length, cut it into batches, and
@@ -14,37 +14,52 @@ import numpy as np
 from torch.utils.data import Sampler
 
 
-class LengthGroupedBatches(Sampler[list[int]]):
-    """Random batches of indices whose items have similar ``lengths``.
+class _EpochBatches(Sampler[list[int]]):
+    """Batches that depend only on ``seed`` and the epoch, for resumable training.
 
-    The order depends only on ``seed`` and the epoch, which Lightning sets through
-    :meth:`set_epoch`, so a resumed run sees the same batches as an uninterrupted one;
-    ``skip`` drops the batches of the current epoch already trained before a mid-epoch
-    resume. Under ``torch.distributed`` each rank gets its slice of every global batch,
-    so ``batch_size`` is the global batch and DDP's averaged gradient equals the
-    single-process one.
+    Lightning sets the epoch through :meth:`set_epoch`, so a resumed run sees the same
+    batches as an uninterrupted one; ``skip`` drops the batches of the current epoch
+    already trained before a mid-epoch resume. A batch is a list of units (lists of
+    indices kept together); under ``torch.distributed`` each rank gets its share of
+    every global batch's units, so ``batch_size`` is the global batch and DDP's averaged
+    gradient equals the single-process one.
     """
 
-    def __init__(
-        self, lengths: Sequence[int], batch_size: int, seed: int = 0, group: int = 50
-    ) -> None:
-        self.lengths = np.asarray(lengths)
-        self.batch_size = batch_size
+    def __init__(self, seed: int) -> None:
         self.seed = seed
-        self.group = group
         self.epoch = 0
         self.skip = 0
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
-    def __len__(self) -> int:
-        return -(-len(self.lengths) // self.batch_size)
+    def _batches(self, rng: np.random.Generator) -> list[list[list[int]]]:
+        raise NotImplementedError
 
     def __iter__(self) -> Iterator[list[int]]:
         skip, self.skip = self.skip, 0
         rank, world = _rank_and_world()
-        rng = np.random.default_rng((self.seed, self.epoch))
+        batches = self._batches(np.random.default_rng((self.seed, self.epoch)))
+        for units in batches[skip:]:
+            share = np.array_split(np.arange(len(units)), world)[rank]
+            yield [index for unit in share for index in units[unit]]
+
+
+class LengthGroupedBatches(_EpochBatches):
+    """Random batches of indices whose items have similar ``lengths``."""
+
+    def __init__(
+        self, lengths: Sequence[int], batch_size: int, seed: int = 0, group: int = 50
+    ) -> None:
+        super().__init__(seed)
+        self.lengths = np.asarray(lengths)
+        self.batch_size = batch_size
+        self.group = group
+
+    def __len__(self) -> int:
+        return -(-len(self.lengths) // self.batch_size)
+
+    def _batches(self, rng: np.random.Generator) -> list[list[list[int]]]:
         order = rng.permutation(len(self.lengths))
         span = self.batch_size * self.group
         batches = []
@@ -52,8 +67,36 @@ class LengthGroupedBatches(Sampler[list[int]]):
             mega = order[start : start + span]
             mega = mega[np.argsort(-self.lengths[mega], kind="stable")]
             batches += [mega[i : i + self.batch_size] for i in range(0, len(mega), self.batch_size)]
-        for index in rng.permutation(len(batches))[skip:]:
-            yield np.array_split(batches[index], world)[rank].tolist()
+        return [[[int(i)] for i in batches[b]] for b in rng.permutation(len(batches))]
+
+
+class QuestionBatches(_EpochBatches):
+    """Random batches of whole questions (all of a question's candidates), for listwise losses.
+
+    ``groups`` holds each question's indices. A batch takes ``questions_per_batch``
+    questions in a random order; under ``torch.distributed`` questions are not split
+    across ranks.
+    """
+
+    def __init__(
+        self, groups: Sequence[Sequence[int]], questions_per_batch: int, seed: int = 0
+    ) -> None:
+        super().__init__(seed)
+        if questions_per_batch < 1:
+            raise ValueError("questions_per_batch must be >= 1")
+        self.groups = [list(group) for group in groups]
+        self.questions_per_batch = questions_per_batch
+
+    def __len__(self) -> int:
+        return -(-len(self.groups) // self.questions_per_batch)
+
+    def _batches(self, rng: np.random.Generator) -> list[list[list[int]]]:
+        order = rng.permutation(len(self.groups))
+        size = self.questions_per_batch
+        return [
+            [self.groups[q] for q in order[start : start + size]]
+            for start in range(0, len(order), size)
+        ]
 
 
 def _rank_and_world() -> tuple[int, int]:
