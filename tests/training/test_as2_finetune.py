@@ -128,9 +128,13 @@ def test_question_batches_keep_questions_whole_and_depend_on_epoch():
         QuestionBatches(groups, questions_per_batch=0)
 
 
-def test_listwise_finetune_learns(tiny_bert, tmp_path):
+@pytest.mark.parametrize("kind", ["cross-encoder", "cascade"])
+def test_listwise_finetune_learns(tiny_bert, tmp_path, kind):
+    from ctxsent.models.cascade import CascadeRanker
+
     train, dev = synthetic_as2(96, seed=1), synthetic_as2(24, seed=2)
-    ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
+    model = CascadeRanker if kind == "cascade" else CrossEncoderRanker
+    ranker = model.from_backbone(str(tiny_bert), max_length=32)
     config = As2TrainConfig(
         learning_rate=3e-3, batch_size=16, epochs=3, eval_every=8, warmup_ratio=0.0, seed=0,
         loss="listwise",
