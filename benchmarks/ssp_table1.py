@@ -1,6 +1,7 @@
 """Table 1 of the context-aware AS2 paper at a chosen scale, with one command.
 
-Steps, each skipped when its output already exists (so the run resumes):
+Steps, each skipped when its output already exists (so the run resumes; an interrupted
+fine-tune continues from its last checkpoint):
 
 1. for each SSP objective: build its examples (``ctxsent pretrain-data ssp``) and
    continue pre-training the backbone (``ctxsent pretrain ssp``, preset ``ssp-OBJ-cpu``
@@ -61,14 +62,16 @@ def pretrain(objective: str, args, extra: list[str]) -> Path:
 def finetune(name: str, target: str, seed: int, init: list[str], args, extra: list[str]) -> Path:
     train = TARGETS[target][0].format(squad=args.squad)
     run = args.out / f"{target}-{name}-seed{seed}"
-    if not (run / "model").exists():
+    done = run / "finetune.json"  # written once training ends (OUT/model exists earlier)
+    if not done.exists():
         negatives = ["--max-negatives", "4"] if target == "squad" else []
         if target == "squad":  # its dev split has ~195 candidates for each of 1,258 questions
             negatives += ["--dev-questions", str(args.squad_dev_questions)]
-        ctxsent("finetune", "as2", "--data", train, "--out", str(run),
-                "--max-steps", str(args.finetune_steps), "--epochs", "100",
-                "--lr", str(args.lr), "--eval-every", str(args.finetune_steps // 4),
-                "--seed", str(seed), *init, *negatives, *extra)  # fmt: skip
+        summary = ctxsent("finetune", "as2", "--data", train, "--out", str(run),
+                          "--max-steps", str(args.finetune_steps), "--epochs", "100",
+                          "--lr", str(args.lr), "--eval-every", str(args.finetune_steps // 4),
+                          "--seed", str(seed), *init, *negatives, *extra)  # fmt: skip
+        done.write_text(summary)
     return run / "model"
 
 
@@ -116,19 +119,19 @@ def main() -> None:
                 init = ["--contextual", "--init", str(init.result())]
             return evaluate(finetune(name, target, seed, init, args, extra), TARGETS[target][1])
 
+        # Seed-major order: a run stopped early still has every row for its first seeds.
         jobs = {
-            (target, name): [
-                pool.submit(finetune_and_evaluate, name, target, seed) for seed in args.seeds
-            ]
+            (target, name, seed): pool.submit(finetune_and_evaluate, name, target, seed)
             for target in args.targets
+            for seed in args.seeds
             for name in models
         }
         table: dict = {}
-        for (target, name), runs in jobs.items():
-            results = [run.result() for run in runs]
-            table.setdefault(f"{target} -> {TARGETS[target][1]} test", {})[name] = summarise(
-                results, METRICS
-            )
+        for target in args.targets:
+            rows = table.setdefault(f"{target} -> {TARGETS[target][1]} test", {})
+            for name in models:
+                runs = [jobs[target, name, seed].result() for seed in args.seeds]
+                rows[name] = summarise(runs, METRICS)
     print_report(args, table)
 
 
