@@ -157,3 +157,25 @@ def test_unknown_loss_is_refused_before_training(tiny_bert, tmp_path):
             As2TrainConfig(loss="pairwise"),
         )
     assert not (tmp_path / "model").exists()
+
+
+def test_distributed_ranks_share_whole_questions_and_skip_unshareable_batches(monkeypatch):
+    from ctxsent.training import sampling
+
+    groups = [[0, 1], [2, 3, 4], [5], [6, 7], [8]]
+    shares = []
+    for rank in (0, 1):
+        monkeypatch.setattr(sampling, "_rank_and_world", lambda rank=rank: (rank, 2))
+        shares.append(list(sampling.QuestionBatches(groups, questions_per_batch=2, seed=0)))
+    assert len(shares[0]) == len(shares[1]) == 2  # the last batch has 1 question: skipped
+    for first, second in zip(*shares, strict=True):
+        assert first and second and not set(first) & set(second)
+        for group in groups:  # a question's candidates stay on one rank
+            assert (
+                set(group) <= set(first)
+                or set(group) <= set(second)
+                or not (set(group) & (set(first) | set(second)))
+            )
+    monkeypatch.setattr(sampling, "_rank_and_world", lambda: (0, 3))
+    with pytest.raises(ValueError, match="fewer than the 3 processes"):
+        list(sampling.QuestionBatches(groups, questions_per_batch=2, seed=0))

@@ -22,7 +22,8 @@ class _EpochBatches(Sampler[list[int]]):
     already trained before a mid-epoch resume. A batch is a list of units (lists of
     indices kept together); under ``torch.distributed`` each rank gets its share of
     every global batch's units, so ``batch_size`` is the global batch and DDP's averaged
-    gradient equals the single-process one.
+    gradient equals the single-process one. A batch with fewer units than ranks (an
+    epoch's short last batch) is skipped by every rank alike.
     """
 
     def __init__(self, seed: int) -> None:
@@ -41,6 +42,8 @@ class _EpochBatches(Sampler[list[int]]):
         rank, world = _rank_and_world()
         batches = self._batches(np.random.default_rng((self.seed, self.epoch)))
         for units in batches[skip:]:
+            if len(units) < world:
+                continue
             share = np.array_split(np.arange(len(units)), world)[rank]
             yield [index for unit in share for index in units[unit]]
 
@@ -89,6 +92,15 @@ class QuestionBatches(_EpochBatches):
 
     def __len__(self) -> int:
         return -(-len(self.groups) // self.questions_per_batch)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        world = _rank_and_world()[1]
+        if self.questions_per_batch < world:
+            raise ValueError(
+                f"a batch holds {self.questions_per_batch} questions, fewer than the {world} "
+                "processes: raise the batch size"
+            )
+        return super().__iter__()
 
     def _batches(self, rng: np.random.Generator) -> list[list[list[int]]]:
         order = rng.permutation(len(self.groups))
