@@ -7,13 +7,21 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 
 def ctxsent(*args: str) -> str:
-    """Run ``ctxsent ARGS`` (echoed to stderr) and return its stdout; raise if it fails."""
+    """Run ``ctxsent ARGS`` (echoed to stderr) and return its stdout; raise if it fails.
+
+    Stdout goes to a temporary file, not a pipe: if this script is killed, a running
+    command finishes instead of dying of SIGPIPE on its next write.
+    """
     command = [shutil.which("ctxsent") or "ctxsent", *args]
     print("+", " ".join(command), file=sys.stderr, flush=True)
-    return subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
+    with tempfile.TemporaryFile("w+") as stdout:
+        subprocess.run(command, check=True, stdout=stdout, text=True)
+        stdout.seek(0)
+        return stdout.read()
 
 
 def summarise(runs: list[dict], metrics: tuple[str, ...]) -> dict:

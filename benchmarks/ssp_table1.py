@@ -64,13 +64,13 @@ def finetune(name: str, target: str, seed: int, init: list[str], args, extra: li
     run = args.out / f"{target}-{name}-seed{seed}"
     done = run / "finetune.json"  # written once training ends (OUT/model exists earlier)
     if not done.exists():
-        negatives = ["--max-negatives", "4"] if target == "squad" else []
-        if target == "squad":  # its dev split has ~195 candidates for each of 1,258 questions
-            negatives += ["--dev-questions", str(args.squad_dev_questions)]
+        # SQuAD-AS2 has ~200 candidates per question: subsample train, cap the dev questions
+        squad = ["--max-negatives", "4", "--dev-questions", str(args.squad_dev_questions)]
         summary = ctxsent("finetune", "as2", "--data", train, "--out", str(run),
                           "--max-steps", str(args.finetune_steps), "--epochs", "100",
                           "--lr", str(args.lr), "--eval-every", str(args.finetune_steps // 4),
-                          "--seed", str(seed), *init, *negatives, *extra)  # fmt: skip
+                          "--seed", str(seed), *init,
+                          *(squad if target == "squad" else []), *extra)  # fmt: skip
         done.write_text(summary)
     return run / "model"
 

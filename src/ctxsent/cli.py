@@ -205,22 +205,6 @@ def finetune_as2_command(
     from ctxsent.tasks.as2_records import clean, first_questions
     from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2
 
-    train = load_as2(data, train_split)
-    train = clean(train) if train_clean else train
-    dev = load_as2(dev_data or data, dev_split)
-    dev = clean(dev) if dev_clean else dev
-    if dev_questions is not None:
-        dev = first_questions(dev, dev_questions)
-    if is_model_folder(init):
-        ranker = load(init).with_context(contextual)
-        ranker.config.max_length = max_length
-    else:
-        if cascade and layers is not None:
-            raise InputError("--layers applies to cross-encoders, not --cascade", field="layers")
-        if cascade:
-            ranker = CascadeRanker.from_backbone(init, contextual, max_length)
-        else:
-            ranker = CrossEncoderRanker.from_backbone(init, contextual, max_length, layers)
     config = As2TrainConfig(
         learning_rate=lr,
         head_lr_scale=head_lr_scale,
@@ -239,6 +223,22 @@ def finetune_as2_command(
         num_nodes=num_nodes,
         seed=seed,
     )
+    train = load_as2(data, train_split)
+    train = clean(train) if train_clean else train
+    dev = load_as2(dev_data or data, dev_split)
+    dev = clean(dev) if dev_clean else dev
+    if dev_questions is not None:
+        dev = first_questions(dev, dev_questions)
+    if is_model_folder(init):
+        ranker = load(init).with_context(contextual)
+        ranker.config.max_length = max_length
+    else:
+        if cascade and layers is not None:
+            raise InputError("--layers applies to cross-encoders, not --cascade", field="layers")
+        if cascade:
+            ranker = CascadeRanker.from_backbone(init, contextual, max_length)
+        else:
+            ranker = CrossEncoderRanker.from_backbone(init, contextual, max_length, layers)
     best = finetune_as2(ranker, train, dev, out, config)
     typer.echo(json.dumps({"model": str(out / "model"), **best}, indent=2))
 

@@ -70,6 +70,10 @@ class As2TrainConfig:
     num_nodes: int = 1
     seed: int = 42
 
+    def __post_init__(self) -> None:
+        if self.loss not in ("pointwise", "listwise"):
+            raise InputError(f"expected pointwise or listwise, got {self.loss!r}", field="loss")
+
 
 def sample_negatives(
     records: Sequence[As2Record], max_negatives: int | None, seed: int
@@ -242,16 +246,15 @@ def _train_batches(
     """
     if config.loss == "pointwise":
         return LengthGroupedBatches(_char_lengths(train), config.batch_size, config.seed), None
-    if config.loss != "listwise":
-        raise InputError(f"expected pointwise or listwise, got {config.loss!r}", field="loss")
-    number = {qid: i for i, qid in enumerate(dict.fromkeys(r.question_id for r in train))}
-    questions = torch.tensor([number[r.question_id] for r in train])
-    groups: dict[int, list[int]] = {}
+    groups: dict[str, list[int]] = {}
     for index, record in enumerate(train):
-        groups.setdefault(number[record.question_id], []).append(index)
-    answered = [g for g in groups.values() if any(train[i].label for i in g)]
+        groups.setdefault(record.question_id, []).append(index)
+    questions = torch.empty(len(train), dtype=torch.long)
+    for number, rows in enumerate(groups.values()):
+        questions[rows] = number
+    answered = [rows for rows in groups.values() if any(train[i].label for i in rows)]
     if not answered:
-        raise InputError("no training question has a correct candidate", field="loss")
+        raise InputError("listwise training needs a question with a correct candidate")
     per_batch = max(1, round(config.batch_size * len(answered) / sum(map(len, answered))))
     return QuestionBatches(answered, per_batch, config.seed), questions
 

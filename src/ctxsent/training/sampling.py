@@ -26,10 +26,17 @@ class _EpochBatches(Sampler[list[int]]):
     epoch's short last batch) is skipped by every rank alike.
     """
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, units: int, units_per_batch: int, seed: int) -> None:
+        if units_per_batch < 1:
+            raise ValueError("a batch must hold at least one item")
+        self.units = units
+        self.units_per_batch = units_per_batch
         self.seed = seed
         self.epoch = 0
         self.skip = 0
+
+    def __len__(self) -> int:
+        return -(-self.units // self.units_per_batch)
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -40,6 +47,11 @@ class _EpochBatches(Sampler[list[int]]):
     def __iter__(self) -> Iterator[list[int]]:
         skip, self.skip = self.skip, 0
         rank, world = _rank_and_world()
+        if self.units_per_batch < world:
+            raise ValueError(
+                f"a batch holds {self.units_per_batch} items, fewer than the {world} "
+                "processes: raise the batch size"
+            )
         batches = self._batches(np.random.default_rng((self.seed, self.epoch)))
         for units in batches[skip:]:
             if len(units) < world:
@@ -54,22 +66,18 @@ class LengthGroupedBatches(_EpochBatches):
     def __init__(
         self, lengths: Sequence[int], batch_size: int, seed: int = 0, group: int = 50
     ) -> None:
-        super().__init__(seed)
+        super().__init__(len(lengths), batch_size, seed)
         self.lengths = np.asarray(lengths)
-        self.batch_size = batch_size
         self.group = group
 
-    def __len__(self) -> int:
-        return -(-len(self.lengths) // self.batch_size)
-
     def _batches(self, rng: np.random.Generator) -> list[list[list[int]]]:
-        order = rng.permutation(len(self.lengths))
-        span = self.batch_size * self.group
+        order = rng.permutation(self.units)
+        size = self.units_per_batch
         batches = []
-        for start in range(0, len(order), span):
-            mega = order[start : start + span]
+        for start in range(0, len(order), size * self.group):
+            mega = order[start : start + size * self.group]
             mega = mega[np.argsort(-self.lengths[mega], kind="stable")]
-            batches += [mega[i : i + self.batch_size] for i in range(0, len(mega), self.batch_size)]
+            batches += [mega[i : i + size] for i in range(0, len(mega), size)]
         return [[[int(i)] for i in batches[b]] for b in rng.permutation(len(batches))]
 
 
@@ -84,27 +92,12 @@ class QuestionBatches(_EpochBatches):
     def __init__(
         self, groups: Sequence[Sequence[int]], questions_per_batch: int, seed: int = 0
     ) -> None:
-        super().__init__(seed)
-        if questions_per_batch < 1:
-            raise ValueError("questions_per_batch must be >= 1")
+        super().__init__(len(groups), questions_per_batch, seed)
         self.groups = [list(group) for group in groups]
-        self.questions_per_batch = questions_per_batch
-
-    def __len__(self) -> int:
-        return -(-len(self.groups) // self.questions_per_batch)
-
-    def __iter__(self) -> Iterator[list[int]]:
-        world = _rank_and_world()[1]
-        if self.questions_per_batch < world:
-            raise ValueError(
-                f"a batch holds {self.questions_per_batch} questions, fewer than the {world} "
-                "processes: raise the batch size"
-            )
-        return super().__iter__()
 
     def _batches(self, rng: np.random.Generator) -> list[list[list[int]]]:
-        order = rng.permutation(len(self.groups))
-        size = self.questions_per_batch
+        order = rng.permutation(self.units)
+        size = self.units_per_batch
         return [
             [self.groups[q] for q in order[start : start + size]]
             for start in range(0, len(order), size)
