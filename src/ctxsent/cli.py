@@ -67,11 +67,16 @@ def apply_alpha(ranker, alpha: str | None) -> None:
 
     if not hasattr(ranker, "num_stages"):
         raise InputError("--alpha applies to cascade and sequential models only", field="alpha")
-    try:
-        rates = [float(part) for part in alpha.split(",")]
-    except ValueError:
-        raise InputError(f"expected numbers, got {alpha!r}", field="alpha") from None
+    rates = parse_numbers(alpha, float, "alpha")
     ranker.alphas = resolve_alphas(rates[0] if len(rates) == 1 else rates, ranker.num_stages)
+
+
+def parse_numbers(text: str, kind: type, option: str) -> list:
+    """``"0.3,0.2"`` -> ``[0.3, 0.2]`` (``kind`` per part), or an error naming ``--option``."""
+    try:
+        return [kind(part) for part in text.split(",")]
+    except ValueError:
+        raise InputError(f"expected comma-separated numbers, got {text!r}", field=option) from None
 
 
 def evaluation_records(data: str, split: str, clean_questions: bool):
@@ -156,6 +161,14 @@ def finetune_as2_command(
         int | None,
         typer.Option(help="keep only the first N encoder layers (truncated monolithic model)"),
     ] = None,
+    exits: Annotated[
+        str | None,
+        typer.Option(
+            help="--cascade exit layers, e.g. 2,3,4,5,6 (default: the paper's 1/3, 1/2, 2/3, "
+            "5/6, 1 of the depth); one exit at the last layer is a monolithic model with "
+            "the cascade's mean-pooled classifier"
+        ),
+    ] = None,
     train_split: str = "train",
     dev_split: str = "dev",
     train_clean: Annotated[
@@ -223,6 +236,9 @@ def finetune_as2_command(
         num_nodes=num_nodes,
         seed=seed,
     )
+    if exits is not None and not cascade:
+        raise InputError("--exits applies to --cascade models only", field="exits")
+    exit_layers = parse_numbers(exits, int, "exits") if exits else ()
     train = load_as2(data, train_split)
     train = clean(train) if train_clean else train
     dev = load_as2(dev_data or data, dev_split)
@@ -233,10 +249,8 @@ def finetune_as2_command(
         ranker = load(init).with_context(contextual)
         ranker.config.max_length = max_length
     else:
-        if cascade and layers is not None:
-            raise InputError("--layers applies to cross-encoders, not --cascade", field="layers")
         if cascade:
-            ranker = CascadeRanker.from_backbone(init, contextual, max_length)
+            ranker = CascadeRanker.from_backbone(init, contextual, max_length, exit_layers, layers)
         else:
             ranker = CrossEncoderRanker.from_backbone(init, contextual, max_length, layers)
     best = finetune_as2(ranker, train, dev, out, config)

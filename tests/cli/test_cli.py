@@ -134,3 +134,5 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
     assert full["relative_cost"] == 1.0
     wrong = run_cli(*args, "--alpha", "0.1,0.2")
     assert wrong.returncode == 2 and "field 'alpha'" in wrong.stderr
+    stray = run_cli("finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x", "--exits", "1")
+    assert stray.returncode == 2 and "--exits applies to --cascade" in stray.stderr

@@ -79,3 +79,26 @@ def test_bad_alphas_are_rejected():
         resolve_alphas([0.1, 0.2], 5)
     with pytest.raises(InputError, match="field 'alpha'"):
         resolve_alphas(1.0, 5)
+
+
+def test_one_exit_on_truncated_layers_is_a_pooled_monolithic_stage(tmp_path):
+    """``layers=2, exits=[2]``: a 2-layer ranker with the cascade's read-out, usable as a
+    Sequential Ranker stage at cost 2 per candidate."""
+    from ctxsent.models.sequential import SequentialRanker
+    from synthetic import make_tiny_bert
+
+    folder = make_tiny_bert(tmp_path / "tiny6", layers=6)
+    shallow = CascadeRanker.from_backbone(str(folder), max_length=64, exits=[2], layers=2)
+    assert shallow.model.config.num_hidden_layers == 2 and shallow.alphas == []
+    records = make_records(questions=3, candidates=10)
+    expected = 1 / (1 + np.exp(-full_pass_logits(shallow, records).astype(np.float64)))
+    np.testing.assert_allclose(shallow.predict(records), expected, rtol=1e-4)
+    assert shallow.last_cost.relative == 1.0
+    deep = CascadeRanker.from_backbone(str(folder), max_length=64, exits=[4], layers=4)
+    chained = SequentialRanker([shallow, deep], alphas=[0.5])
+    chained.predict(records)
+    assert chained.last_cost.relative == pytest.approx((2 * 30 + 4 * 15) / (4 * 30))
+    with pytest.raises(InputError, match="exits must increase"):
+        CascadeRanker.from_backbone(str(folder), exits=[2, 4], layers=3)
+    with pytest.raises(InputError, match="layers must be in 1..6"):
+        CascadeRanker.from_backbone(str(folder), layers=7)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ctxsent.errors import InputError
+
 DEFAULT_BACKBONE = "all-MiniLM-L6-v2"
 _MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
@@ -22,3 +24,18 @@ def resolve_backbone(name_or_path: str = DEFAULT_BACKBONE) -> str:
     if Path(name_or_path).exists():
         return str(Path(name_or_path))
     return name_or_path
+
+
+def depth_options(path: str, layers: int | None) -> dict:
+    """``from_pretrained`` options that keep the first ``layers`` encoder layers (all if None).
+
+    These are the truncated monolithic models of the Cascade paper (section 4.2).
+    """
+    if layers is None:
+        return {}
+    from transformers import AutoConfig
+
+    depth = AutoConfig.from_pretrained(path).num_hidden_layers
+    if not 1 <= layers <= depth:
+        raise InputError(f"layers must be in 1..{depth}, got {layers}", field="layers")
+    return {"num_hidden_layers": layers}

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.models.backbones import DEFAULT_BACKBONE, depth_options, resolve_backbone
 from ctxsent.models.layerwise import embed, run_layers
 from ctxsent.models.transformer_ranker import (
     RankerConfig,
@@ -108,7 +108,10 @@ class CascadeRanker(TransformerRanker):
         super().__init__(model, tokenizer, config)
         depth = model.config.num_hidden_layers
         config.exits = config.exits or default_exits(depth)
-        if config.exits != sorted(set(config.exits)) or not 1 <= config.exits[0] <= depth:
+        if (
+            config.exits != sorted(set(config.exits))
+            or not 1 <= config.exits[0] <= config.exits[-1] <= depth
+        ):
             raise InputError(f"exits must increase within 1..{depth}", field="exits")
         config.alphas = config.alphas or [0.0] * (len(config.exits) - 1)
         width = model.config.hidden_size
@@ -139,12 +142,22 @@ class CascadeRanker(TransformerRanker):
         contextual: bool = False,
         max_length: int = 256,
         exits: Sequence[int] = (),
+        layers: int | None = None,
     ) -> CascadeRanker:
+        """A fresh cascade: pretrained encoder (its first ``layers`` layers), new exit heads.
+
+        ``exits`` defaults to :func:`default_exits`. One exit at the last layer is a
+        monolithic ranker with the cascade's classifier: the mean of the token states
+        through the 3-layer FFN, which lets truncated monolithic models and the
+        cascade's exits share their read-out.
+        """
         from transformers import AutoModel, AutoTokenizer
 
         path = resolve_backbone(backbone)
         quiet_transformers()
-        model = AutoModel.from_pretrained(path, add_pooling_layer=False)
+        model = AutoModel.from_pretrained(
+            path, add_pooling_layer=False, **depth_options(path, layers)
+        )
         config = CascadeConfig(backbone, contextual, max_length, list(exits))
         return cls(model, AutoTokenizer.from_pretrained(path), config)
 
@@ -291,8 +304,9 @@ class CascadeRanker(TransformerRanker):
                 logits[np.searchsorted(active, rows)] = (
                     self._score(index, hidden, mask).float().cpu().numpy()
                 )
-                for row, length, state in zip(rows, mask.sum(1).tolist(), hidden, strict=True):
-                    states[row] = state[:length]
+                if index < len(exits) - 1:  # the last stage's states are never read again
+                    for row, length, state in zip(rows, mask.sum(1).tolist(), hidden, strict=True):
+                        states[row] = state[:length]
             return logits
 
         stage_costs = np.diff([0, *exits]).tolist()

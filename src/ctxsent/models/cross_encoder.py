@@ -14,8 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxsent.errors import InputError
-from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.models.backbones import DEFAULT_BACKBONE, depth_options, resolve_backbone
 from ctxsent.models.layerwise import cls_logits, reads_cls_only
 from ctxsent.models.precision import autocast_context, quantize_int8, resolve_precision
 from ctxsent.models.segments import pad_batch
@@ -52,16 +51,11 @@ class CrossEncoderRanker(TransformerRanker):
         ``layers`` keeps only the first ``layers`` transformer layers (the
         truncated monolithic models of the Cascade paper, section 4.2).
         """
-        from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         path = resolve_backbone(backbone)
         quiet_transformers()
-        options = {"num_labels": 1}
-        if layers is not None:
-            depth = AutoConfig.from_pretrained(path).num_hidden_layers
-            if not 1 <= layers <= depth:
-                raise InputError(f"layers must be in 1..{depth}, got {layers}", field="layers")
-            options["num_hidden_layers"] = layers
+        options = {"num_labels": 1, **depth_options(path, layers)}
         model = AutoModelForSequenceClassification.from_pretrained(path, **options)
         tokenizer = AutoTokenizer.from_pretrained(path)
         return cls(model, tokenizer, RankerConfig(backbone, contextual, max_length))
