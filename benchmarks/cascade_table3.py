@@ -7,7 +7,11 @@ Every row reports MAP, MRR, P@1, nDCG@10 (ties pessimistic), relative cost
 (layer-candidate evaluations / the 6-layer model's) and candidates/s measured
 in this process; rows that are compared (cascade vs monolithic-6 vs
 sequential at one alpha) run back to back, each ``--repeats`` times (median).
-Models come from ``benchmarks/cascade_train.sh``.
+Models come from ``benchmarks/cascade_train.sh``: monolithic folders
+``RUNS/PREFIX-K`` (``--mono-prefix``: ``mono`` for [CLS] cross-encoders,
+``pooled`` for one-exit cascades that read the mean of the token states), and
+an optional ``--reference`` model (the monolithic model trained the usual
+way) that the P@1 targets are also checked against.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cascade_table3.py \
         --runs runs/table3 --data wikiqa:../shared/data/wikiqa --repeats 3
@@ -54,6 +58,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("runs/table3"))
     parser.add_argument("--cascade", type=Path, help="cascade model (default RUNS/cascade/model)")
+    parser.add_argument("--mono-prefix", default="mono", help="monolithic folders RUNS/PREFIX-K")
+    parser.add_argument("--reference", type=Path, help="monolithic model trained the usual way")
     parser.add_argument("--data", default="wikiqa:../shared/data/wikiqa")
     parser.add_argument("--split", default="test")
     parser.add_argument("--questions", type=int, help="only the first N clean questions")
@@ -67,9 +73,10 @@ def main() -> None:
     records = evaluation_records(args.data, args.split, clean_questions=True)
     if args.questions:
         records = first_questions(records, args.questions)
+    prefix = f"{args.mono_prefix}-"
     mono = {
-        int(folder.name.removeprefix("mono-")): ctxsent.load(folder / "model")
-        for folder in sorted(args.runs.glob("mono-*"))
+        int(folder.name.removeprefix(prefix)): ctxsent.load(folder / "model")
+        for folder in sorted(args.runs.glob(f"{prefix}*"))
     }
     cascade = ctxsent.load(args.cascade or args.runs / "cascade" / "model")
     depth = cascade.model.config.num_hidden_layers
@@ -100,6 +107,9 @@ def main() -> None:
                 cost=layers / depth,
             )
         )
+    if args.reference:
+        reference = ctxsent.load(args.reference)
+        rows.append(measure("reference", plain(reference), records, args.repeats, cost=1.0))
     for index, layer in enumerate(cascade.config.exits):
         rows.append(
             measure(
@@ -141,14 +151,24 @@ def main() -> None:
                 cas["candidates_per_second"] / seq["candidates_per_second"], 3
             ),
         }
+        if args.reference:
+            summary[str(alpha)]["cascade_p@1_minus_reference"] = round(
+                cas["p@1"] - by_name["reference"]["p@1"], 4
+            )
     last_exit = by_name[f"cascade-exit-{cascade.config.exits[-1]}"]
     summary["last_exit_p@1_minus_monolithic"] = round(
         last_exit["p@1"] - by_name[f"monolithic-{depth}"]["p@1"], 4
     )
+    if args.reference:
+        summary["last_exit_p@1_minus_reference"] = round(
+            last_exit["p@1"] - by_name["reference"]["p@1"], 4
+        )
     report = {
         "benchmark": "cascade_table3",
         "data": args.data,
         "cascade": str(args.cascade or args.runs / "cascade" / "model"),
+        "monolithic": f"{args.runs}/{prefix}*",
+        "reference": str(args.reference) if args.reference else None,
         "split": args.split,
         "questions": len({r.question_id for r in records}),
         "candidates": len(records),
