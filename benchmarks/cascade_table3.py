@@ -32,7 +32,7 @@ import ctxsent
 from ctxsent.cli import evaluation_records
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.models.sequential import SequentialRanker
-from ctxsent.tasks.as2_records import first_questions
+from ctxsent.tasks.as2_records import first_questions, sample_questions
 
 METRICS = ("map", "mrr", "p@1", "ndcg@10")
 
@@ -63,6 +63,9 @@ def main() -> None:
     parser.add_argument("--data", default="wikiqa:../shared/data/wikiqa")
     parser.add_argument("--split", default="test")
     parser.add_argument("--questions", type=int, help="only the first N clean questions")
+    parser.add_argument(
+        "--sample-questions", type=int, help="N clean questions drawn at random (seed 0)"
+    )
     parser.add_argument("--alphas", type=float, nargs="+", default=[0.3, 0.4, 0.5])
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=1)
@@ -73,6 +76,8 @@ def main() -> None:
     records = evaluation_records(args.data, args.split, clean_questions=True)
     if args.questions:
         records = first_questions(records, args.questions)
+    if args.sample_questions:
+        records = sample_questions(records, args.sample_questions)
     prefix = f"{args.mono_prefix}-"
     mono = {
         int(folder.name.removeprefix(prefix)): ctxsent.load(folder / "model")

@@ -53,6 +53,19 @@ def first_questions(records: Iterable[As2Record], count: int) -> list[As2Record]
     return [record for group in groups for record in group]
 
 
+def sample_questions(records: Iterable[As2Record], count: int, seed: int = 0) -> list[As2Record]:
+    """The records of ``count`` questions drawn at random (seeded), kept in input order.
+
+    Unlike :func:`first_questions` the sample spans the whole split (every article
+    of a document-ordered set such as SQuAD-AS2).
+    """
+    import random
+
+    groups = list(group_by_question(records).values())
+    chosen = sorted(random.Random(seed).sample(range(len(groups)), min(count, len(groups))))
+    return [record for index in chosen for record in groups[index]]
+
+
 def with_context(records: list[As2Record]) -> Iterator[As2Record]:
     """Yield records whose ``previous``/``next`` are rebuilt from list order within each question.
 
