@@ -54,6 +54,42 @@ def measure(name, run, records, repeats, cost=None):
     return row
 
 
+def markdown(report: dict) -> str:
+    """The report as BENCHMARKS.md tables: one row per model, then the targets per alpha."""
+    lines = [
+        "| model | MAP | MRR | P@1 | nDCG@10 | relative cost | candidates/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in report["rows"]:
+        numbers = [f"{row[m]:.3f}" for m in (*METRICS, "relative_cost")]
+        lines.append(f"| {row['model']} | {' | '.join(numbers)} | {row['candidates_per_second']} |")
+    summary = report["summary"]
+    alphas = [key for key in summary if not key.startswith("last_exit")]
+    reference = "cascade_p@1_minus_reference" in summary[alphas[0]]
+    lines += [
+        "",
+        "| alpha | cascade cost | cascade / monolithic speed | cascade P@1 - monolithic"
+        + (" | cascade P@1 - reference" if reference else "")
+        + " | sequential cost / cascade cost | cascade / sequential speed |",
+        "|---|---|---|---|---|---|" + ("---|" if reference else ""),
+    ]
+    for alpha in alphas:
+        row = summary[alpha]
+        cells = [
+            f"{row['cascade_cost']:.3f}",
+            f"{row['cascade_speedup_vs_monolithic']:.2f}x",
+            f"{100 * row['cascade_p@1_minus_monolithic']:+.1f}",
+            *([f"{100 * row['cascade_p@1_minus_reference']:+.1f}"] if reference else []),
+            f"{row['sequential_cost_over_cascade_cost']:.2f}x",
+            f"{row['cascade_speedup_vs_sequential']:.2f}x",
+        ]
+        lines.append(f"| {alpha} | {' | '.join(cells)} |")
+    for key in ("last_exit_p@1_minus_monolithic", "last_exit_p@1_minus_reference"):
+        if key in summary:
+            lines.append(f"\n{key.replace('_', ' ')}: {100 * summary[key]:+.1f} points")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("runs/table3"))
@@ -70,7 +106,14 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--render", type=Path, help="print the Markdown tables of a saved report and exit"
+    )
     args = parser.parse_args()
+    if args.render:
+        text = args.render.read_text()  # JSON rows, then the indented report
+        print(markdown(json.loads(text[text.rfind("\n{\n") + 1 :])))
+        return
     torch.set_num_threads(args.threads)
 
     records = evaluation_records(args.data, args.split, clean_questions=True)
