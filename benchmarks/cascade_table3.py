@@ -125,6 +125,7 @@ def main() -> None:
     mono = {
         int(folder.name.removeprefix(prefix)): ctxsent.load(folder / "model")
         for folder in sorted(args.runs.glob(f"{prefix}*"))
+        if (folder / "model").is_dir()
     }
     cascade = ctxsent.load(args.cascade or args.runs / "cascade" / "model")
     depth = cascade.model.config.num_hidden_layers
