@@ -303,6 +303,10 @@ def cascade_tune(
     data: Annotated[str, typer.Option(help="NAME:PATH of the tuning set, e.g. wikiqa:DIR")],
     budget: Annotated[float, typer.Option(help="max relative cost (1.0 = monolithic)")],
     split: str = "dev",
+    questions: Annotated[
+        int | None,
+        typer.Option(help="tune on N questions drawn at random (seed 0) from a large split"),
+    ] = None,
     metric: Annotated[str, typer.Option(help="map | mrr | p@1 | ndcg@10")] = "map",
     search: Annotated[str, typer.Option(help="grid | greedy | both")] = "both",
     plot: Annotated[Path | None, typer.Option(help="write accuracy vs cost as a PNG")] = None,
@@ -318,6 +322,7 @@ def cascade_tune(
         plot_settings,
     )
     from ctxsent.saving import load
+    from ctxsent.tasks.as2_records import sample_questions
 
     if search not in ("grid", "greedy", "both"):
         raise InputError(f"expected grid, greedy or both, got {search!r}", field="search")
@@ -327,6 +332,8 @@ def cascade_tune(
     if not isinstance(ranker, CascadeRanker):
         raise InputError("not a cascade model", path=model)
     records = evaluation_records(data, split, clean_questions=True)
+    if questions is not None:
+        records = sample_questions(records, questions)
     logits = ranker.predict_exits(records, batch_size=batch_size)
     ids, labels = [r.question_id for r in records], [r.label for r in records]
     depth, exits = ranker.model.config.num_hidden_layers, ranker.config.exits
@@ -347,6 +354,7 @@ def cascade_tune(
         "alphas": list(chosen.alphas),
         "relative_cost": round(chosen.relative_cost, 4),
         "dev": chosen.metrics,
+        "questions": len({r.question_id for r in records}),
         "settings_tried": len(settings),
         "saved": save,
     }

@@ -84,6 +84,8 @@ def test_cascade_tune_cli_saves_rates_and_plots(cascade, tmp_path):
             "0.7",
             "--search",
             "greedy",
+            "--questions",
+            "4",
             "--plot",
             str(tmp_path / "fig.png"),
         ],
@@ -93,7 +95,7 @@ def test_cascade_tune_cli_saves_rates_and_plots(cascade, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["relative_cost"] <= 0.7 and report["saved"]
+    assert report["relative_cost"] <= 0.7 and report["saved"] and report["questions"] == 4
     saved = json.loads((tmp_path / "ct" / "ctxsent.json").read_text())
     assert saved["config"]["alphas"] == report["alphas"]
     assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
