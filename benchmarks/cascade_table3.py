@@ -98,8 +98,9 @@ def main() -> None:
     parser.add_argument("--reference", type=Path, help="monolithic model trained the usual way")
     parser.add_argument("--data", default="wikiqa:../shared/data/wikiqa")
     parser.add_argument("--split", default="test")
-    parser.add_argument("--questions", type=int, help="only the first N clean questions")
-    parser.add_argument(
+    subset = parser.add_mutually_exclusive_group()
+    subset.add_argument("--questions", type=int, help="only the first N clean questions")
+    subset.add_argument(
         "--sample-questions", type=int, help="N clean questions drawn at random (seed 0)"
     )
     parser.add_argument("--alphas", type=float, nargs="+", default=[0.3, 0.4, 0.5])
@@ -119,7 +120,7 @@ def main() -> None:
     records = evaluation_records(args.data, args.split, clean_questions=True)
     if args.questions:
         records = first_questions(records, args.questions)
-    if args.sample_questions:
+    elif args.sample_questions:
         records = sample_questions(records, args.sample_questions)
     prefix = f"{args.mono_prefix}-"
     mono = {

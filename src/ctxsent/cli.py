@@ -239,20 +239,22 @@ def finetune_as2_command(
     if exits is not None and not cascade:
         raise InputError("--exits applies to --cascade models only", field="exits")
     exit_layers = parse_numbers(exits, int, "exits") if exits else ()
+    continuing = is_model_folder(init)
+    if continuing and (layers is not None or exits is not None):
+        raise InputError("--layers and --exits shape a new model, not a saved one", path=init)
     train = load_as2(data, train_split)
     train = clean(train) if train_clean else train
     dev = load_as2(dev_data or data, dev_split)
     dev = clean(dev) if dev_clean else dev
     if dev_questions is not None:
         dev = first_questions(dev, dev_questions)
-    if is_model_folder(init):
+    if continuing:
         ranker = load(init).with_context(contextual)
         ranker.config.max_length = max_length
+    elif cascade:
+        ranker = CascadeRanker.from_backbone(init, contextual, max_length, exit_layers, layers)
     else:
-        if cascade:
-            ranker = CascadeRanker.from_backbone(init, contextual, max_length, exit_layers, layers)
-        else:
-            ranker = CrossEncoderRanker.from_backbone(init, contextual, max_length, layers)
+        ranker = CrossEncoderRanker.from_backbone(init, contextual, max_length, layers)
     best = finetune_as2(ranker, train, dev, out, config)
     typer.echo(json.dumps({"model": str(out / "model"), **best}, indent=2))
 

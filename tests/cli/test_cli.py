@@ -136,3 +136,6 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
     assert wrong.returncode == 2 and "field 'alpha'" in wrong.stderr
     stray = run_cli("finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x", "--exits", "1")
     assert stray.returncode == 2 and "--exits applies to --cascade" in stray.stderr
+    finetune = ["finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x"]
+    reshape = run_cli(*finetune, "--init", model, "--layers", "1")
+    assert reshape.returncode == 2 and "shape a new model" in reshape.stderr

@@ -35,6 +35,7 @@ from torch import nn
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, depth_options, resolve_backbone
 from ctxsent.models.layerwise import embed, run_layers
+from ctxsent.models.pooling import masked_mean
 from ctxsent.models.transformer_ranker import (
     RankerConfig,
     TransformerRanker,
@@ -196,9 +197,7 @@ class CascadeRanker(TransformerRanker):
     # -- the network, piece by piece ---------------------------------------------------
     def _score(self, exit_index: int, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """C_rho(i) over the masked mean of the token states (section 4.3)."""
-        weights = mask.unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
-        return self.heads[exit_index](pooled)[:, 0]
+        return self.heads[exit_index](masked_mean(hidden, mask.bool()))[:, 0]
 
     def forward_exits(self, features: dict[str, torch.Tensor], upto: int | None = None):
         """Logits of classifiers 0..``upto`` (default: all), in one pass of the encoder."""
