@@ -19,7 +19,8 @@ import torch
 import ctxsent
 from ctxsent.cli import evaluation_records
 from ctxsent.evaluation.as2_metrics import as2_metrics
-from ctxsent.tasks.as2_records import group_by_question
+from ctxsent.models.cascade import CascadeRanker
+from ctxsent.tasks.as2_records import first_questions
 
 
 def main() -> None:
@@ -33,11 +34,14 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    groups = list(group_by_question(evaluation_records(args.data, args.split, True)).values())
-    records = [r for group in groups[args.skip : args.skip + args.questions] for r in group]
+    records = evaluation_records(args.data, args.split, clean_questions=True)
+    records = first_questions(records, args.questions, skip=args.skip)
     question_ids, labels = [r.question_id for r in records], [r.label for r in records]
     for path in args.models:
-        exits = ctxsent.load(path).predict_exits(records)
+        model = ctxsent.load(path)
+        if not isinstance(model, CascadeRanker):
+            parser.error(f"{path} is not a cascade model (train one with --cascade)")
+        exits = model.predict_exits(records)
         rows = []
         for logits in exits:
             metrics = as2_metrics(question_ids, labels, logits)

@@ -356,7 +356,7 @@ def cascade_tune(
         "alphas": list(chosen.alphas),
         "relative_cost": round(chosen.relative_cost, 4),
         "dev": chosen.metrics,
-        "questions": len({r.question_id for r in records}),
+        "questions": len(set(ids)),
         "settings_tried": len(settings),
         "saved": save,
     }

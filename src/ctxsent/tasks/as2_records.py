@@ -47,9 +47,10 @@ def clean(records: Iterable[As2Record]) -> list[As2Record]:
     return kept
 
 
-def first_questions(records: Iterable[As2Record], count: int) -> list[As2Record]:
-    """The records of the first ``count`` questions, in order (a cheap dev subset)."""
-    groups = list(group_by_question(records).values())[:count]
+def first_questions(records: Iterable[As2Record], count: int, skip: int = 0) -> list[As2Record]:
+    """The records of ``count`` questions after the first ``skip``, in order (a cheap dev
+    subset; ``skip`` past a subset used for model selection leaves held-out questions)."""
+    groups = list(group_by_question(records).values())[skip : skip + count]
     return [record for group in groups for record in group]
 
 
