@@ -16,12 +16,12 @@ fine-tune continues from its last checkpoint):
    mean and standard deviation (MAP, MRR, P@1, nDCG@10).
 
     python benchmarks/ssp_table1.py --out runs/ssp-table1 --seeds 1 2 3 \\
-        --pretrain-steps 300 --finetune-steps 300 --documents 1000 --jobs 2
+        --pretrain-steps 1000 --finetune-steps 300 --documents 1000 --jobs 2
 
 ``--jobs N`` runs N ``ctxsent`` commands at a time (give each one torch thread with
 ``OMP_NUM_THREADS``); a contextual+SSP fine-tune waits for its own pre-training only.
 Pre-training warms up over the first 10% of ``--pretrain-steps`` (the CPU presets'
-250 warm-up steps are sized for their 2,500 steps).
+100 warm-up steps are sized for their 1,000 steps).
 
 Extra ``ctxsent finetune as2`` / ``pretrain ssp`` options (e.g. ``--accelerator gpu``)
 go after ``--``.
@@ -51,7 +51,7 @@ def pretrain(objective: str, args, extra: list[str]) -> Path:
         ctxsent("pretrain-data", "ssp", "--objective", objective, "--corpus", str(args.corpus),
                 "--out", str(data), "--max-documents", str(args.documents),
                 "--num-proc", str(args.num_proc), "--overwrite")  # fmt: skip
-    if not (run / "model").exists():
+    if not (run / "pretrain.json").exists():  # written at the end (OUT/model exists earlier)
         ctxsent("pretrain", "ssp", "--data", str(data), "--out", str(run),
                 "--preset", f"ssp-{objective}{args.preset_suffix}",
                 "--max-steps", str(args.pretrain_steps),
@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     parser.add_argument("--documents", type=int, default=1000, help="corpus documents for SSP")
     parser.add_argument("--num-proc", type=int, default=1)
-    parser.add_argument("--pretrain-steps", type=int, default=300)
+    parser.add_argument("--pretrain-steps", type=int, default=1000)
     parser.add_argument("--preset-suffix", default="-cpu", help="'-cpu' or '' (GPU presets)")
     parser.add_argument("--finetune-steps", type=int, default=300)
     parser.add_argument("--lr", type=float, default=3e-5)
