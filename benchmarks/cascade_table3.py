@@ -30,21 +30,30 @@ import torch
 
 import ctxsent
 from ctxsent.cli import evaluation_records
-from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.evaluation.as2_metrics import per_question_as2_metrics
+from ctxsent.evaluation.significance import paired_bootstrap
 from ctxsent.models.sequential import SequentialRanker
 from ctxsent.tasks.as2_records import first_questions, sample_questions
 
 METRICS = ("map", "mrr", "p@1", "ndcg@10")
+PER_QUESTION_P1: dict[str, object] = {}  # row name -> each question's P@1, filled by measure()
 
 
 def measure(name, run, records, repeats, cost=None):
-    """Run ``run()`` ``repeats`` times; metrics of its scores, median seconds, cost."""
+    """Run ``run()`` ``repeats`` times; metrics of its scores, median seconds, cost.
+
+    Each question's P@1 is kept in ``PER_QUESTION_P1[name]`` for the paired intervals.
+    """
     seconds, scores, measured_cost = [], None, cost
     for _ in range(repeats):
         start = time.perf_counter()
         scores, measured_cost = run()
         seconds.append(time.perf_counter() - start)
-    metrics = as2_metrics([r.question_id for r in records], [r.label for r in records], scores)
+    per_question = per_question_as2_metrics(
+        [r.question_id for r in records], [r.label for r in records], scores
+    )
+    PER_QUESTION_P1[name] = per_question.values["p@1"]
+    metrics = per_question.mean()
     median = statistics.median(seconds)
     row = {"model": name, **{m: round(metrics[m], 4) for m in METRICS}}
     row["relative_cost"] = round(measured_cost if cost is None else cost, 4)
@@ -52,6 +61,22 @@ def measure(name, run, records, repeats, cost=None):
     row["candidates_per_second"] = round(len(records) / median, 1)
     print(json.dumps(row), flush=True)
     return row
+
+
+def p1_difference(first: str, second: str) -> dict:
+    """P@1 of ``first`` minus ``second`` on the same questions, with its 95% interval."""
+    return paired_bootstrap(PER_QUESTION_P1[first], PER_QUESTION_P1[second]).as_dict()
+
+
+def points(difference: dict | float) -> str:
+    """``-5.0 [-12.5, +2.5]``: a paired P@1 difference in points with its interval.
+
+    Reports saved before the intervals existed hold a bare difference.
+    """
+    if isinstance(difference, float):
+        return f"{100 * difference:+.1f}"
+    low, high = 100 * difference["low"], 100 * difference["high"]
+    return f"{100 * difference['mean']:+.1f} [{low:+.1f}, {high:+.1f}]"
 
 
 def markdown(report: dict) -> str:
@@ -68,8 +93,8 @@ def markdown(report: dict) -> str:
     reference = "cascade_p@1_minus_reference" in summary[alphas[0]]
     lines += [
         "",
-        "| alpha | cascade cost | cascade / monolithic speed | cascade P@1 - monolithic"
-        + (" | cascade P@1 - reference" if reference else "")
+        "| alpha | cascade cost | cascade / monolithic speed | cascade P@1 - monolithic [95% CI]"
+        + (" | cascade P@1 - reference [95% CI]" if reference else "")
         + " | sequential cost / cascade cost | cascade / sequential speed |",
         "|---|---|---|---|---|---|" + ("---|" if reference else ""),
     ]
@@ -78,15 +103,15 @@ def markdown(report: dict) -> str:
         cells = [
             f"{row['cascade_cost']:.3f}",
             f"{row['cascade_speedup_vs_monolithic']:.2f}x",
-            f"{100 * row['cascade_p@1_minus_monolithic']:+.1f}",
-            *([f"{100 * row['cascade_p@1_minus_reference']:+.1f}"] if reference else []),
+            points(row["cascade_p@1_minus_monolithic"]),
+            *([points(row["cascade_p@1_minus_reference"])] if reference else []),
             f"{row['sequential_cost_over_cascade_cost']:.2f}x",
             f"{row['cascade_speedup_vs_sequential']:.2f}x",
         ]
         lines.append(f"| {alpha} | {' | '.join(cells)} |")
     for key in ("last_exit_p@1_minus_monolithic", "last_exit_p@1_minus_reference"):
         if key in summary:
-            lines.append(f"\n{key.replace('_', ' ')}: {100 * summary[key]:+.1f} points")
+            lines.append(f"\n{key.replace('_', ' ')}: {points(summary[key])} points")
     return "\n".join(lines)
 
 
@@ -193,7 +218,7 @@ def main() -> None:
             "cascade_speedup_vs_monolithic": round(
                 cas["candidates_per_second"] / full["candidates_per_second"], 3
             ),
-            "cascade_p@1_minus_monolithic": round(cas["p@1"] - full["p@1"], 4),
+            "cascade_p@1_minus_monolithic": p1_difference(cas["model"], full["model"]),
             "sequential_cost_over_cascade_cost": round(
                 seq["relative_cost"] / cas["relative_cost"], 3
             ),
@@ -202,17 +227,13 @@ def main() -> None:
             ),
         }
         if args.reference:
-            summary[str(alpha)]["cascade_p@1_minus_reference"] = round(
-                cas["p@1"] - by_name["reference"]["p@1"], 4
+            summary[str(alpha)]["cascade_p@1_minus_reference"] = p1_difference(
+                cas["model"], "reference"
             )
-    last_exit = by_name[f"cascade-exit-{cascade.config.exits[-1]}"]
-    summary["last_exit_p@1_minus_monolithic"] = round(
-        last_exit["p@1"] - by_name[f"monolithic-{depth}"]["p@1"], 4
-    )
+    last_exit = f"cascade-exit-{cascade.config.exits[-1]}"
+    summary["last_exit_p@1_minus_monolithic"] = p1_difference(last_exit, f"monolithic-{depth}")
     if args.reference:
-        summary["last_exit_p@1_minus_reference"] = round(
-            last_exit["p@1"] - by_name["reference"]["p@1"], 4
-        )
+        summary["last_exit_p@1_minus_reference"] = p1_difference(last_exit, "reference")
     report = {
         "benchmark": "cascade_table3",
         "data": args.data,
