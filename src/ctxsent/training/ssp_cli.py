@@ -107,3 +107,14 @@ def pretrain_ssp(
     )
     result = run(data, out, config)
     typer.echo(json.dumps({k: result[k] for k in ("steps", "final")}, indent=2))
+
+
+def eval_ssp(
+    run: Annotated[Path, typer.Option(help="finished 'ctxsent pretrain ssp' run folder")],
+    examples: Annotated[int, typer.Option(help="held-out examples to score")] = 1000,
+    batch_size: int = 64,
+) -> None:
+    """Score the run's SSP head on examples its training never drew (accuracy, AUC, log-loss)."""
+    from ctxsent.training.ssp_heldout import evaluate_run
+
+    typer.echo(json.dumps(evaluate_run(run, examples, batch_size), indent=2))

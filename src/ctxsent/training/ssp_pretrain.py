@@ -28,6 +28,10 @@ Decisions where the paper is silent or does not apply:
   so a run resumed from ``OUT/checkpoints/last.ckpt`` continues with the exact
   batches and masks an uninterrupted run would have used (up to
   ``save_every`` steps after the last checkpoint are redone).
+* At the end, the SSP head is scored on ``heldout_examples`` examples that no
+  step drew (:mod:`ctxsent.training.ssp_heldout`), into ``pretrain.json``:
+  with 4 negatives per positive the training log cannot tell a head that
+  learned from one that answers "no" throughout.
 
 ELECTRA variant (presets ``ssp-*-electra*``; appendix C): a discriminator and
 a generator built from scratch with the data folder's tokenizer (train one
@@ -70,6 +74,7 @@ from ctxsent.objectives.electra import (
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.sampling import LengthGroupedBatches
+from ctxsent.training.ssp_heldout import ssp_heldout_metrics, unseen_indices
 
 
 @dataclass
@@ -93,6 +98,7 @@ class SspPretrainConfig:
     accelerator: str = "auto"
     devices: int | str = "auto"
     seed: int = 42
+    heldout_examples: int = 1000  # scored at the end on examples no step drew (ssp_heldout)
 
 
 #: ``RankerConfig.backbone`` of a discriminator built from scratch
@@ -418,9 +424,13 @@ def pretrain_ssp(
     ranker.train()
     trainer.fit(module, loader, ckpt_path=str(last) if last.exists() else None)
     module.save_model()
+    heldout = unseen_indices(
+        lengths, config.batch_size, config.seed, trainer.global_step, config.heldout_examples
+    )
     result = {
         "steps": trainer.global_step,
         "final": {k: float(v) for k, v in trainer.callback_metrics.items()},
+        "heldout": ssp_heldout_metrics(ranker, dataset, heldout) if heldout else None,
         "data": str(data),
         "data_summary": {k: summary[k] for k in ("examples", "positives", "by_objective")},
         "config": asdict(config),

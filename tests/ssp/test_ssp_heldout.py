@@ -1,0 +1,79 @@
+import json
+
+import numpy as np
+import pyarrow.compute as pc
+import pytest
+import torch
+import typer
+from ssp_corpus import documents, write_corpus
+from typer.testing import CliRunner
+
+from ctxsent.errors import InputError
+from ctxsent.objectives.ssp import SspConfig
+from ctxsent.objectives.ssp_data import build_ssp_dataset, load_ssp_dataset
+from ctxsent.training import ssp_cli
+from ctxsent.training.ssp_heldout import roc_auc, unseen_indices
+from ctxsent.training.ssp_pretrain import ChunkedBatches, SspPretrainConfig, pretrain_ssp
+
+
+@pytest.fixture(scope="module")
+def ssp_data(tiny_bert, tmp_path_factory):
+    corpus = write_corpus(tmp_path_factory.mktemp("corpus") / "c", documents(30, seed=2))
+    out = tmp_path_factory.mktemp("ssp") / "dslc"
+    build_ssp_dataset(corpus, out, SspConfig("dslc", block_size=8, max_length=64), str(tiny_bert))
+    return out
+
+
+def _lengths(data):
+    dataset, _ = load_ssp_dataset(data)
+    return pc.list_value_length(dataset.data.table.column("input_ids")).to_numpy()
+
+
+def test_unseen_examples_are_exactly_those_no_step_draws(ssp_data):
+    lengths = _lengths(ssp_data)
+    seen = {i for batch in ChunkedBatches(lengths, 8, 42, total=5, chunk=5) for i in batch}
+    unseen = unseen_indices(lengths, 8, 42, steps=5, count=10**6)
+    assert len(seen) == 40 and not seen & set(unseen)
+    assert len(seen) + len(unseen) == len(lengths)
+    sample = unseen_indices(lengths, 8, 42, steps=5, count=12)
+    assert len(sample) == 12 and set(sample) <= set(unseen) and sample == sorted(sample)
+    assert sample == unseen_indices(lengths, 8, 42, steps=5, count=12)  # seeded
+
+
+def test_roc_auc_counts_ties_as_half_and_needs_both_classes():
+    labels = np.array([1, 0, 1, 0])
+    assert roc_auc(labels, np.array([0.9, 0.1, 0.8, 0.2])) == 1.0
+    assert roc_auc(labels, np.array([0.1, 0.9, 0.2, 0.8])) == 0.0
+    assert roc_auc(labels, np.zeros(4)) == 0.5
+    assert roc_auc(labels, np.array([0.5, 0.5, 0.9, 0.1])) == 0.875  # one tie of four pairs
+    assert roc_auc(np.ones(3), np.arange(3.0)) is None
+
+
+def test_pretraining_reports_heldout_ssp_and_the_cli_reproduces_it(ssp_data, tiny_bert, tmp_path):
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+
+    torch.manual_seed(0)
+    ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), contextual=True, max_length=64)
+    config = SspPretrainConfig(
+        objective="dslc", batch_size=8, max_steps=4, warmup_steps=1, save_every=4,
+        learning_rate=1e-3, max_length=64, accelerator="cpu", precision="fp32",
+        heldout_examples=50,
+    )  # fmt: skip
+    result = pretrain_ssp(ssp_data, tmp_path / "run", config, ranker)
+    heldout = result["heldout"]
+    assert heldout["examples"] == 50 and 0 < heldout["positive_rate"] < 0.5
+    assert heldout["majority_accuracy"] == pytest.approx(1 - heldout["positive_rate"], abs=1e-4)
+    assert heldout["prior_log_loss"] > 0 and 0 <= heldout["auc"] <= 1
+    assert json.loads((tmp_path / "run" / "pretrain.json").read_text())["heldout"] == heldout
+
+    app = typer.Typer()
+    app.command("ssp")(ssp_cli.eval_ssp)
+    app.command("other")(ssp_cli.pretrain_ssp)
+    runner = CliRunner()
+    out = runner.invoke(app, ["ssp", "--run", str(tmp_path / "run"), "--examples", "50"])
+    assert out.exit_code == 0, out.output
+    again = json.loads(out.stdout)
+    assert {k: again[k] for k in heldout} == pytest.approx(heldout, abs=1e-4)
+    missing = runner.invoke(app, ["ssp", "--run", str(tmp_path)])
+    assert isinstance(missing.exception, InputError)
+    assert "no pretrain.json" in str(missing.exception)
