@@ -270,25 +270,37 @@ def eval_as2(
     ] = True,
     batch_size: int = 64,
     alpha: AlphaOption = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            help="a second model scored on the same questions: its metrics and MODEL minus it, "
+            "with 95% paired-bootstrap intervals over questions"
+        ),
+    ] = None,
 ) -> None:
     """Score an AS2 split and print MAP, MRR, P@1, nDCG@10, Hits@k as one JSON object."""
-    from ctxsent.evaluation.as2_metrics import as2_metrics
+    from ctxsent.evaluation.as2_metrics import per_question_as2_metrics
+    from ctxsent.evaluation.significance import paired_bootstrap
     from ctxsent.models.baseline_rankers import load_ranker
 
     records = evaluation_records(data, split, clean_questions)
+    ids, labels = [r.question_id for r in records], [r.label for r in records]
     ranker = load_ranker(model)
+    second = load_ranker(against) if against else None  # a bad folder fails before scoring
     apply_alpha(ranker, alpha)
     start = time.perf_counter()
     scores = ranker.predict(records, batch_size=batch_size, show_progress=sys.stderr.isatty())
     seconds = time.perf_counter() - start
-    metrics = as2_metrics([r.question_id for r in records], [r.label for r in records], scores)
+    per_question = per_question_as2_metrics(ids, labels, scores)
     report = {
         "model": model,
         "data": data,
         "split": split,
         "clean": clean_questions,
         "ties": "pessimistic",
-        **metrics,
+        **per_question.mean(),
+        "questions": len(per_question.question_ids),
+        "pairs": len(records),
         "seconds": round(seconds, 2),
         "pairs_per_second": round(len(records) / seconds, 1),
     }
@@ -297,6 +309,18 @@ def eval_as2(
         report["alphas"] = ranker.alphas
         report["relative_cost"] = round(cost.relative, 4)
         report["candidates_per_exit"] = cost.candidates_per_exit
+    if second is not None:
+        other = per_question_as2_metrics(
+            ids, labels, second.predict(records, batch_size=batch_size)
+        )
+        report["against"] = {
+            "model": against,
+            **other.mean(),
+            "difference": {
+                name: paired_bootstrap(per_question.values[name], other.values[name]).as_dict()
+                for name in ("map", "mrr", "p@1", "ndcg@10")
+            },
+        }
     typer.echo(json.dumps(report, indent=2))
 
 

@@ -44,6 +44,60 @@ def test_eval_as2_prints_one_json_object_with_the_metrics(as2_file):
     assert unclean["questions"] == 3 and unclean["map"] == pytest.approx(2 / 3)
 
 
+def test_eval_as2_against_a_second_model_reports_paired_differences(as2_file, tiny_bert, tmp_path):
+    same = run_cli(
+        "eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}", "--against", "bm25"
+    )  # fmt: skip
+    assert same.returncode == 0, same.stderr
+    against = json.loads(same.stdout)["against"]
+    assert against["model"] == "bm25" and against["map"] == 1.0
+    assert against["difference"]["p@1"] == {
+        "mean": 0.0, "low": 0.0, "high": 0.0, "level": 0.95, "questions": 2
+    }  # fmt: skip
+    # 12 questions that BM25 answers perfectly, against a random tiny cross-encoder
+    import torch
+
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+
+    words = [
+        "lighthouse",
+        "keeper",
+        "island",
+        "tower",
+        "lamp",
+        "harbour",
+        "storm",
+        "ship",
+        "rock",
+        "coast",
+        "light",
+        "bell",
+    ]
+    records = [
+        As2Record(f"q{i}", f"where is the {word}", text, int(text.startswith("The")))
+        for i, word in enumerate(words)
+        for text in (f"The {word} stands here.", "It rained.", "Nobody came.", "Grass grew.")
+    ]
+    many = tmp_path / "many.jsonl"
+    write_as2_jsonl(records, many)
+    torch.manual_seed(0)
+    random_model = tmp_path / "random"
+    CrossEncoderRanker.from_backbone(str(tiny_bert)).save_pretrained(random_model)
+    random_vs_bm25 = run_cli(
+        "eval", "as2", "--model", str(random_model), "--data", f"jsonl:{many}",
+        "--against", "bm25",
+    )  # fmt: skip
+    report = json.loads(random_vs_bm25.stdout)
+    difference = report["against"]["difference"]["p@1"]
+    assert report["against"]["p@1"] == 1.0 and report["p@1"] < 1.0
+    assert difference["mean"] == pytest.approx(report["p@1"] - 1.0)
+    assert difference["low"] <= difference["mean"] < 0
+    bad = run_cli(
+        "eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}", "--against", "/nowhere"
+    )  # fmt: skip
+    assert bad.returncode != 0 and "/nowhere" in bad.stderr and not bad.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
