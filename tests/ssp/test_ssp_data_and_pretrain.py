@@ -112,6 +112,8 @@ def test_pretraining_resumes_exactly_and_output_fine_tunes_without_conversion(
     assert whole["steps"] == 6 and whole["final"]["ssp"] > 0 and whole["final"]["mlm"] > 0
     with pytest.raises(RuntimeError, match="interrupted"):  # a crash after step 5
         pretrain_ssp(ssp_data, tmp_path / "split", _config(6), _tiny_ranker(tiny_bert), [_Crash()])
+    last = torch.load(tmp_path / "split" / "checkpoints" / "last.ckpt", weights_only=False)
+    assert last["global_step"] == 4  # the resume starts from a checkpoint, not from step 0
     resumed = pretrain_ssp(ssp_data, tmp_path / "split", _config(6), _tiny_ranker(tiny_bert))
     assert resumed["steps"] == 6
     a = load(tmp_path / "whole" / "model").model.state_dict()
@@ -127,3 +129,17 @@ def test_pretraining_resumes_exactly_and_output_fine_tunes_without_conversion(
         a["bert.embeddings.token_type_embeddings.weight"],
         start["bert.embeddings.token_type_embeddings.weight"],
     )
+
+
+def test_the_batch_stream_covers_the_data_then_reshuffles_and_resumes_mid_way():
+    from ctxsent.training.ssp_pretrain import StepBatches
+
+    lengths = [5, 9, 3, 7, 1, 8, 2, 6, 4, 10]  # 5 batches of 2 per pass over the data
+    stream = list(StepBatches(lengths, 2, seed=0, total=12))
+    assert len(stream) == 12
+    assert sorted(i for batch in stream[:5] for i in batch) == list(range(10))
+    assert sorted(i for batch in stream[5:10] for i in batch) == list(range(10))
+    assert stream[5:10] != stream[:5]  # the second pass is drawn afresh
+    resumed = StepBatches(lengths, 2, seed=0, total=12)
+    resumed.skip = 7
+    assert list(resumed) == stream[7:]

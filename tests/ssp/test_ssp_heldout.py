@@ -13,7 +13,7 @@ from ctxsent.objectives.ssp import SspConfig
 from ctxsent.objectives.ssp_data import build_ssp_dataset, load_ssp_dataset
 from ctxsent.training import ssp_cli
 from ctxsent.training.ssp_heldout import roc_auc, unseen_indices
-from ctxsent.training.ssp_pretrain import ChunkedBatches, SspPretrainConfig, pretrain_ssp
+from ctxsent.training.ssp_pretrain import SspPretrainConfig, StepBatches, pretrain_ssp
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def _lengths(data):
 
 def test_unseen_examples_are_exactly_those_no_step_draws(ssp_data):
     lengths = _lengths(ssp_data)
-    seen = {i for batch in ChunkedBatches(lengths, 8, 42, total=5, chunk=5) for i in batch}
+    seen = {i for batch in StepBatches(lengths, 8, 42, total=5) for i in batch}
     unseen = unseen_indices(lengths, 8, 42, steps=5, count=10**6)
     assert len(seen) == 40 and not seen & set(unseen)
     assert len(seen) + len(unseen) == len(lengths)

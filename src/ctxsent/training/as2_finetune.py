@@ -32,10 +32,12 @@ from ctxsent.io import atomic_write
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import lightning_precision
 from ctxsent.tasks.as2_records import As2Record, group_by_question
+from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import no_weight_decay, triangular_schedule
 from ctxsent.training.sampling import (
     LengthGroupedBatches,
     QuestionBatches,
+    batches_done_this_epoch,
     length_sorted_batches,
 )
 
@@ -186,9 +188,8 @@ class As2FineTuneModule(L.LightningModule):
         self.best_dev_map = checkpoint.get("best_dev_map", -math.inf)
         if "torch_rng_state" in checkpoint:
             torch.set_rng_state(checkpoint["torch_rng_state"])
-        progress = checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]
-        if self.train_batches is not None and not progress["is_last_batch"]:
-            self.train_batches.skip = progress["current"]["ready"]
+        if self.train_batches is not None:
+            self.train_batches.skip = batches_done_this_epoch(checkpoint)
 
     def configure_optimizers(self):
         heads = set(self.ranker.head_parameter_names())
@@ -282,13 +283,7 @@ def finetune_as2(
         ranker, dev, length_sorted_batches(_char_lengths(dev), config.eval_batch_size)
     )
     module = As2FineTuneModule(ranker, config, dev, out_dir, train_batches, train_questions)
-    checkpoints = L.pytorch.callbacks.ModelCheckpoint(  # after every dev evaluation
-        dirpath=out_dir / "checkpoints",
-        filename="latest",
-        save_top_k=1,  # no monitor: keeps the newest only
-        save_last="link",  # last.ckpt points at it
-        enable_version_counter=False,
-    )
+    checkpoints = newest_checkpoint(out_dir / "checkpoints")  # after every dev evaluation
     stopper = L.pytorch.callbacks.EarlyStopping("dev_map", mode="max", patience=config.patience)
     steps_per_epoch = len(train_batches)
     eval_every = min(config.eval_every, steps_per_epoch * config.epochs)

@@ -55,6 +55,7 @@ from ctxsent.objectives.cross_thought import (
 )
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.tasks.senteval import Pairs
+from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
 
 
@@ -169,12 +170,7 @@ def pretrain_cross_thought(documents, out: str | Path, config: PretrainConfig) -
     )
     module = CrossThoughtPretrainModule(CrossThoughtObjective(model), preset)
     checkpoint_dir = out / "checkpoints"
-    checkpoints = L.pytorch.callbacks.ModelCheckpoint(
-        dirpath=checkpoint_dir,
-        save_last=True,
-        save_top_k=0,
-        every_n_train_steps=config.checkpoint_every,
-    )
+    checkpoints = newest_checkpoint(checkpoint_dir, every_n_train_steps=config.checkpoint_every)
     device_type = "cuda" if torch.cuda.is_available() and config.accelerator != "cpu" else "cpu"
     trainer = L.Trainer(
         default_root_dir=out,

@@ -43,8 +43,9 @@ from ctxsent.objectives.reconstruct import (
     collate_reconstruction,
 )
 from ctxsent.text.vocabulary import Vocabulary, corpus_sentences, tokenize_corpus
+from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.encoder_presets import GLOVE_PACKAGE, PretrainConfig
-from ctxsent.training.sampling import LengthGroupedBatches
+from ctxsent.training.sampling import LengthGroupedBatches, batches_done_this_epoch
 
 LIMITS = ("max_steps", "max_minutes")  # may change when a run is resumed
 
@@ -58,6 +59,9 @@ class EncoderPretrainModule(L.LightningModule):
 
     def on_train_epoch_start(self) -> None:
         self.batches.set_epoch(self.current_epoch)  # same batches after a resume
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self.batches.skip = batches_done_this_epoch(checkpoint)  # a mid-epoch checkpoint
 
     def training_step(self, batch, batch_idx):
         loss = self.objective(batch)
@@ -193,11 +197,8 @@ def pretrain_encoder(
     loader = DataLoader(dataset, batch_sampler=batches, collate_fn=collate)
     module = EncoderPretrainModule(objective, config, batches)
     device_type = "cuda" if config.accelerator != "cpu" and torch.cuda.is_available() else "cpu"
-    checkpoints = L.pytorch.callbacks.ModelCheckpoint(
-        dirpath=out / "checkpoints",
-        save_last=True,
-        save_top_k=0,
-        every_n_train_steps=config.checkpoint_every,
+    checkpoints = newest_checkpoint(
+        out / "checkpoints", every_n_train_steps=config.checkpoint_every
     )
     trainer = L.Trainer(
         default_root_dir=out,

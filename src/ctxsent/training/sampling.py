@@ -14,11 +14,22 @@ import numpy as np
 from torch.utils.data import Sampler
 
 
+def batches_done_this_epoch(checkpoint: dict) -> int:
+    """Batches of its epoch a Lightning checkpoint was taken after (0 at the epoch's end).
+
+    A resumed run sets its sampler's ``skip`` to this, since Lightning restarts the
+    epoch's DataLoader from its first batch.
+    """
+    progress = checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]
+    return 0 if progress["is_last_batch"] else progress["current"]["ready"]
+
+
 class _EpochBatches(Sampler[list[int]]):
     """Batches that depend only on ``seed`` and the epoch, for resumable training.
 
-    Lightning sets the epoch through :meth:`set_epoch`, so a resumed run sees the same
-    batches as an uninterrupted one; ``skip`` drops the batches of the current epoch
+    The training module calls :meth:`set_epoch` at each epoch start (Lightning only sets
+    the epoch of a DataLoader's sampler, not of its batch sampler), so a resumed run sees
+    the same batches as an uninterrupted one; ``skip`` drops the batches of the current epoch
     already trained before a mid-epoch resume. A batch is a list of units (lists of
     indices kept together); under ``torch.distributed`` each rank gets its share of
     every global batch's units, so ``batch_size`` is the global batch and DDP's averaged

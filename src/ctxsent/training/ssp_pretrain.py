@@ -23,11 +23,11 @@ Decisions where the paper is silent or does not apply:
   (paper scale) and 5e-5 (CPU).
 * Masking is drawn in the training step from a generator seeded by
   ``(seed, step)`` and batches depend only on the seed and the step
-  (:class:`ChunkedBatches`), and dropout is seeded by the step too; checkpoints
-  are taken every ``save_every`` steps,
-  so a run resumed from ``OUT/checkpoints/last.ckpt`` continues with the exact
-  batches and masks an uninterrupted run would have used (up to
-  ``save_every`` steps after the last checkpoint are redone).
+  (:class:`StepBatches`), and dropout is seeded by the step too; checkpoints
+  are taken every ``save_every`` steps, so a run resumed from
+  ``OUT/checkpoints/last.ckpt`` continues with the exact batches and masks an
+  uninterrupted run would have used (up to ``save_every`` steps after the last
+  checkpoint are redone).
 * At the end, the SSP head is scored on ``heldout_examples`` examples that no
   step drew (:mod:`ctxsent.training.ssp_heldout`), into ``pretrain.json``:
   with 4 negatives per positive the training log cannot tell a head that
@@ -72,6 +72,7 @@ from ctxsent.objectives.electra import (
     new_discriminator,
 )
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
+from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.sampling import LengthGroupedBatches
 from ctxsent.training.ssp_heldout import ssp_heldout_metrics, unseen_indices
@@ -189,25 +190,21 @@ class MlmHead(nn.Module):
         return F.linear(self.norm(F.gelu(self.dense(hidden))), self.embeddings.weight, self.bias)
 
 
-class ChunkedBatches(Sampler[list[int]]):
-    """Steps ``[e * chunk, (e + 1) * chunk)`` of a fixed batch stream, for Lightning epoch ``e``.
+class StepBatches(Sampler[list[int]]):
+    """The batches of steps ``[skip, total)`` of a fixed stream: one Lightning epoch per run.
 
     The stream chains length-grouped epochs of the data that depend only on the
-    seed; a Lightning "epoch" is ``chunk`` (= ``save_every``) steps and ends with
-    a checkpoint, so a resumed run starts at a chunk boundary with exactly the
-    batches an uninterrupted run would see next.
+    seed. A run resumed from a checkpoint taken after step ``k`` sets ``skip = k``
+    and continues with exactly the batches an uninterrupted run would see next.
     """
 
-    def __init__(self, lengths, batch_size: int, seed: int, total: int, chunk: int) -> None:
+    def __init__(self, lengths, batch_size: int, seed: int, total: int) -> None:
         self.data_epochs = LengthGroupedBatches(lengths, batch_size, seed)
-        self.total, self.chunk, self.epoch = total, chunk, 0
+        self.total, self.skip = total, 0
         self._cached: tuple[int, list[list[int]]] = (-1, [])
 
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
     def __len__(self) -> int:
-        return self.chunk
+        return self.total
 
     def _data_epoch(self, index: int) -> list[list[int]]:
         if self._cached[0] != index:
@@ -217,8 +214,7 @@ class ChunkedBatches(Sampler[list[int]]):
 
     def __iter__(self) -> Iterator[list[int]]:
         per_epoch = len(self.data_epochs)
-        first = self.epoch * self.chunk
-        for step in range(first, min(first + self.chunk, self.total)):
+        for step in range(self.skip, self.total):
             data_epoch, index = divmod(step, per_epoch)
             yield self._data_epoch(data_epoch)[index]
 
@@ -236,10 +232,12 @@ class SspPretrainModule(L.LightningModule):
         config: SspPretrainConfig,
         out_dir: Path,
         electra: ElectraObjective | None = None,
+        batches: StepBatches | None = None,
     ):
         super().__init__()
         self.ranker = ranker
         self.electra = electra
+        self.batches = batches
         self.mlm_head = MlmHead(ranker.model.get_input_embeddings()) if electra is None else None
         self.config = config
         self.out_dir = out_dir
@@ -247,6 +245,10 @@ class SspPretrainModule(L.LightningModule):
         self.special_ids = [tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id]
         self.mask_id = tokenizer.mask_token_id
         self.vocab_size = ranker.model.get_input_embeddings().weight.shape[0]
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        if self.batches is not None:  # resume with the next batch of the stream
+            self.batches.skip = checkpoint["global_step"]
 
     def losses(self, batch: dict, generator: torch.Generator | None = None) -> dict:
         """``loss``, its parts (``mlm``, ``ssp``, ELECTRA's ``rtd``) and the SSP ``accuracy``."""
@@ -375,8 +377,7 @@ def pretrain_ssp(
     out_dir.mkdir(parents=True, exist_ok=True)
 
     lengths = pc.list_value_length(dataset.data.table.column("input_ids")).to_numpy()
-    chunk = min(config.save_every, config.max_steps)
-    batches = ChunkedBatches(lengths, config.batch_size, config.seed, config.max_steps, chunk)
+    batches = StepBatches(lengths, config.batch_size, config.seed, config.max_steps)
     last = out_dir / "checkpoints" / "last.ckpt"
     pad_id = ranker.tokenizer.pad_token_id
 
@@ -389,27 +390,21 @@ def pretrain_ssp(
         }
 
     loader = DataLoader(range(len(dataset)), batch_sampler=batches, collate_fn=collate)
-    module = SspPretrainModule(ranker, config, out_dir, electra)
+    module = SspPretrainModule(ranker, config, out_dir, electra, batches)
     device_type = (
         "cuda"
         if config.accelerator in ("gpu", "cuda")
         or (config.accelerator == "auto" and torch.cuda.is_available())
         else "cpu"
     )
-    checkpoints = L.pytorch.callbacks.ModelCheckpoint(
-        dirpath=out_dir / "checkpoints",
-        save_last=True,
-        save_top_k=0,
-        every_n_epochs=1,
-        save_on_train_epoch_end=True,
-    )
+    checkpoints = newest_checkpoint(out_dir / "checkpoints", every_n_train_steps=config.save_every)
     trainer = L.Trainer(
         default_root_dir=out_dir,
         accelerator=config.accelerator,
         devices=config.devices,
-        max_epochs=-(-config.max_steps // chunk),
+        max_epochs=1,
         max_steps=config.max_steps,
-        log_every_n_steps=min(50, chunk),
+        log_every_n_steps=min(50, config.save_every),
         precision=lightning_precision(config.precision, device_type),
         gradient_clip_val=config.max_grad_norm,
         callbacks=[
