@@ -143,3 +143,18 @@ def test_the_batch_stream_covers_the_data_then_reshuffles_and_resumes_mid_way():
     resumed = StepBatches(lengths, 2, seed=0, total=12)
     resumed.skip = 7
     assert list(resumed) == stream[7:]
+
+
+def test_the_ssp_head_can_learn_faster_than_the_backbone(tiny_bert, tmp_path):
+    from ctxsent.training.ssp_pretrain import SspPretrainModule
+
+    ranker = _tiny_ranker(tiny_bert)
+    module = SspPretrainModule(ranker, _config(6, head_lr_scale=20.0), tmp_path)
+    optimizer = module.configure_optimizers()["optimizer"]
+    head = {id(p) for p in ranker.model.classifier.parameters()}
+    rates = {
+        id(p): group["initial_lr"] for group in optimizer.param_groups for p in group["params"]
+    }
+    assert {rates[i] for i in head} == {1e-3 * 20}
+    assert {rate for i, rate in rates.items() if i not in head} == {1e-3}
+    assert len(rates) == len({id(p) for p in module.parameters()})  # tied weights once

@@ -33,7 +33,7 @@ from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import lightning_precision
 from ctxsent.tasks.as2_records import As2Record, group_by_question
 from ctxsent.training.checkpoints import newest_checkpoint
-from ctxsent.training.optim import no_weight_decay, triangular_schedule
+from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.sampling import (
     LengthGroupedBatches,
     QuestionBatches,
@@ -193,21 +193,14 @@ class As2FineTuneModule(L.LightningModule):
 
     def configure_optimizers(self):
         heads = set(self.ranker.head_parameter_names())
-        groups: dict[tuple[bool, bool], list] = {}
-        for name, parameter in self.ranker.named_parameters():
-            groups.setdefault((name in heads, no_weight_decay(name, parameter)), []).append(
-                parameter
-            )
         lr = self.config.learning_rate
         optimizer = torch.optim.AdamW(
-            [
-                {
-                    "params": params,
-                    "lr": lr * (self.config.head_lr_scale if head else 1.0),
-                    "weight_decay": 0.0 if no_decay else self.config.weight_decay,
-                }
-                for (head, no_decay), params in sorted(groups.items())
-            ],
+            decay_groups(
+                self.ranker.named_parameters(),
+                self.config.weight_decay,
+                heads,
+                lr * self.config.head_lr_scale,
+            ),
             lr=lr,
         )
         total = max(1, int(self.trainer.estimated_stepping_batches))

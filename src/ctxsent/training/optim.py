@@ -7,7 +7,7 @@ Biases and normalisation weights get no weight decay (BERT's recipe).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import torch
 from torch import nn
@@ -35,13 +35,25 @@ def no_weight_decay(name: str, parameter: nn.Parameter) -> bool:
 
 
 def decay_groups(
-    named_parameters: Iterable[tuple[str, nn.Parameter]], weight_decay: float
+    named_parameters: Iterable[tuple[str, nn.Parameter]],
+    weight_decay: float,
+    heads: Collection[str] = (),
+    head_lr: float | None = None,
 ) -> list[dict]:
-    """AdamW parameter groups: ``weight_decay`` for weights, 0 for biases and norms."""
-    decay, no_decay = [], []
+    """AdamW parameter groups: ``weight_decay`` for weights, 0 for biases and norms.
+
+    Parameters named in ``heads`` (freshly initialised scoring heads) get their own
+    groups with learning rate ``head_lr``; the others use the optimizer's.
+    """
+    groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
     for name, parameter in named_parameters:
-        (no_decay if no_weight_decay(name, parameter) else decay).append(parameter)
+        key = (name in heads, no_weight_decay(name, parameter))
+        groups.setdefault(key, []).append(parameter)
     return [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
+        {
+            "params": params,
+            "weight_decay": 0.0 if no_decay else weight_decay,
+            **({"lr": head_lr} if head and head_lr is not None else {}),
+        }
+        for (head, no_decay), params in sorted(groups.items())
     ]

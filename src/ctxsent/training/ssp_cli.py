@@ -81,6 +81,9 @@ def pretrain_ssp(
     max_steps: int | None = None,
     batch_size: int | None = None,
     lr: float | None = None,
+    head_lr_scale: Annotated[
+        float | None, typer.Option(help="learning-rate multiplier of the new SSP head")
+    ] = None,
     warmup_steps: int | None = None,
     save_every: int | None = None,
     precision: Annotated[str | None, typer.Option(help="auto | fp32 | bf16 | fp16")] = None,
@@ -98,6 +101,7 @@ def pretrain_ssp(
         max_steps=max_steps,
         batch_size=batch_size,
         learning_rate=lr,
+        head_lr_scale=head_lr_scale,
         warmup_steps=warmup_steps,
         save_every=save_every,
         precision=precision,

@@ -83,6 +83,9 @@ class SspPretrainConfig:
     objective: str | None = None  # checked against the data folder when set (presets)
     backbone: str = DEFAULT_BACKBONE
     learning_rate: float = 5e-5
+    #: learning-rate multiplier of the SSP head (the ranker's new classifier); see
+    #: the module docstring for why short CPU runs need it
+    head_lr_scale: float = 1.0
     batch_size: int = 32
     max_steps: int = 1000
     warmup_steps: int = 100
@@ -304,9 +307,16 @@ class SspPretrainModule(L.LightningModule):
 
     def configure_optimizers(self):
         # tied or shared parameters (MLM decoders, ELECTRA's embeddings) are listed once
+        heads = {f"ranker.{name}" for name in self.ranker.head_parameter_names()}
+        lr = self.config.learning_rate
         optimizer = torch.optim.AdamW(
-            decay_groups(self.named_parameters(), self.config.weight_decay),
-            lr=self.config.learning_rate,
+            decay_groups(
+                self.named_parameters(),
+                self.config.weight_decay,
+                heads,
+                lr * self.config.head_lr_scale,
+            ),
+            lr=lr,
         )
         schedule = triangular_schedule(optimizer, self.config.warmup_steps, self.config.max_steps)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
