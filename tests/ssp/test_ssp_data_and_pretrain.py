@@ -158,3 +158,20 @@ def test_the_ssp_head_can_learn_faster_than_the_backbone(tiny_bert, tmp_path):
     assert {rates[i] for i in head} == {1e-3 * 20}
     assert {rate for i, rate in rates.items() if i not in head} == {1e-3}
     assert len(rates) == len({id(p) for p in module.parameters()})  # tied weights once
+
+
+def test_mean_readout_pretrains_a_one_exit_cascade_that_fine_tunes_as_one(
+    ssp_data, tiny_bert, tmp_path
+):
+    from ctxsent.models.cascade import CascadeRanker
+    from ctxsent.saving import load
+
+    config = _config(4, readout="mean", backbone=str(tiny_bert), heldout_examples=40)
+    result = pretrain_ssp(ssp_data, tmp_path / "run", config)
+    assert result["steps"] == 4 and result["final"]["ssp"] > 0 and result["final"]["mlm"] > 0
+    assert result["heldout"]["examples"] == 40
+    ranker = load(tmp_path / "run" / "model")
+    assert isinstance(ranker, CascadeRanker) and ranker.config.exits == [2]  # tiny BERT: 2 layers
+    assert ranker.contextual and ranker.model.config.type_vocab_size == 3
+    with pytest.raises(InputError, match="cls or mean"):
+        pretrain_ssp(ssp_data, tmp_path / "bad", _config(4, readout="max", backbone=str(tiny_bert)))

@@ -195,9 +195,9 @@ class CascadeRanker(TransformerRanker):
         )
 
     # -- the network, piece by piece ---------------------------------------------------
-    def _score(self, exit_index: int, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def exit_logits(self, index: int, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """C_rho(i) over the masked mean of the token states (section 4.3)."""
-        return self.heads[exit_index](masked_mean(hidden, mask.bool()))[:, 0]
+        return self.heads[index](masked_mean(hidden, mask.bool()))[:, 0]
 
     def forward_exits(self, features: dict[str, torch.Tensor], upto: int | None = None):
         """Logits of classifiers 0..``upto`` (default: all), in one pass of the encoder."""
@@ -206,7 +206,7 @@ class CascadeRanker(TransformerRanker):
         hidden, done, logits = embed(self.model, features), 0, []
         for index, layer in enumerate(self.config.exits[: upto + 1]):
             hidden, done = run_layers(self.model, hidden, mask, done, layer), layer
-            logits.append(self._score(index, hidden, mask))
+            logits.append(self.exit_logits(index, hidden, mask))
         return logits
 
     def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -301,7 +301,7 @@ class CascadeRanker(TransformerRanker):
                     hidden = nn.utils.rnn.pad_sequence([states[i] for i in rows], batch_first=True)
                 hidden = run_layers(self.model, hidden, mask, done, exits[index])
                 logits[np.searchsorted(active, rows)] = (
-                    self._score(index, hidden, mask).float().cpu().numpy()
+                    self.exit_logits(index, hidden, mask).float().cpu().numpy()
                 )
                 if index < len(exits) - 1:  # the last stage's states are never read again
                     for row, length, state in zip(rows, mask.sum(1).tolist(), hidden, strict=True):

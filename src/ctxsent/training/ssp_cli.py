@@ -85,6 +85,10 @@ def pretrain_ssp(
         float | None, typer.Option(help="learning-rate multiplier of the new SSP head")
     ] = None,
     warmup_steps: int | None = None,
+    readout: Annotated[
+        str | None,
+        typer.Option(help="cls (the paper's [CLS] head) | mean (the cascade's mean-pooled FFN)"),
+    ] = None,
     save_every: int | None = None,
     precision: Annotated[str | None, typer.Option(help="auto | fp32 | bf16 | fp16")] = None,
     accelerator: str | None = None,
@@ -103,6 +107,7 @@ def pretrain_ssp(
         learning_rate=lr,
         head_lr_scale=head_lr_scale,
         warmup_steps=warmup_steps,
+        readout=readout,
         save_every=save_every,
         precision=precision,
         accelerator=accelerator,

@@ -60,7 +60,7 @@ def ssp_heldout_metrics(ranker, dataset, indices: list[int], batch_size: int = 6
         rows = dataset[indices[start : start + batch_size]]
         encoded = list(zip(rows["input_ids"], rows["token_type_ids"], strict=True))
         features = {k: v.to(ranker.model.device) for k, v in pad_batch(encoded, pad_id).items()}
-        logits.append(ranker.model(**features).logits[:, 0].float().cpu())
+        logits.append(ranker(features).float().cpu())
         labels.append(torch.tensor(rows["label"], dtype=torch.float32))
     logit, label = torch.cat(logits), torch.cat(labels)
     rate = float(label.mean())

@@ -59,7 +59,8 @@ from torch.utils.data import DataLoader, Sampler
 
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_write
-from ctxsent.models.backbones import DEFAULT_BACKBONE
+from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import lightning_precision
 from ctxsent.models.segments import pad_batch
@@ -86,6 +87,10 @@ class SspPretrainConfig:
     #: learning-rate multiplier of the SSP head (the ranker's new classifier); see
     #: the module docstring for why short CPU runs need it
     head_lr_scale: float = 1.0
+    #: "cls": the paper's SSP head on [CLS] (the cross-encoder's classification head);
+    #: "mean": the cascade's read-out, a 3-layer FFN over the mean of the last layer's
+    #: token states (a one-exit :class:`CascadeRanker`, saved as such)
+    readout: str = "cls"
     batch_size: int = 32
     max_steps: int = 1000
     warmup_steps: int = 100
@@ -231,7 +236,7 @@ class SspPretrainModule(L.LightningModule):
 
     def __init__(
         self,
-        ranker: CrossEncoderRanker,
+        ranker: CrossEncoderRanker | CascadeRanker,
         config: SspPretrainConfig,
         out_dir: Path,
         electra: ElectraObjective | None = None,
@@ -276,14 +281,18 @@ class SspPretrainModule(L.LightningModule):
 
     def _masked_lm(self, features: dict, masked: torch.Tensor, mlm_labels: torch.Tensor):
         """BERT-style: ``({"mlm": ...}, ssp_logits)`` from one pass over the masked input."""
-        out = self.ranker.model(
-            input_ids=masked,
-            token_type_ids=features["token_type_ids"],
-            attention_mask=features["attention_mask"],
-            output_hidden_states=True,
-        )
-        mlm = masked_lm_loss(out.hidden_states[-1], mlm_labels, self.mlm_head)
-        return {"mlm": mlm}, out.logits[:, 0].float()
+        inputs = {
+            "input_ids": masked,
+            "token_type_ids": features["token_type_ids"],
+            "attention_mask": features["attention_mask"],
+        }
+        if isinstance(self.ranker, CascadeRanker):  # readout "mean"
+            hidden = self.ranker.model(**inputs).last_hidden_state
+            logits = self.ranker.exit_logits(-1, hidden, features["attention_mask"])
+        else:
+            out = self.ranker.model(**inputs, output_hidden_states=True)
+            hidden, logits = out.hidden_states[-1], out.logits[:, 0]
+        return {"mlm": masked_lm_loss(hidden, mlm_labels, self.mlm_head)}, logits.float()
 
     def training_step(self, batch, batch_idx):
         step_seed = self.config.seed * 1_000_003 + self.global_step
@@ -331,7 +340,16 @@ def _check_tokenizer(data_tokenizer, model_tokenizer, data: Path) -> None:
         )
 
 
-def _new_ranker(config: SspPretrainConfig, tokenizer) -> CrossEncoderRanker:
+def _new_ranker(config: SspPretrainConfig, tokenizer) -> CrossEncoderRanker | CascadeRanker:
+    if config.readout not in ("cls", "mean"):
+        raise InputError(f"expected cls or mean, got {config.readout!r}", field="readout")
+    if config.readout == "mean":
+        if config.electra is not None:
+            raise InputError("the ELECTRA presets read SSP from [CLS] only", field="readout")
+        from transformers import AutoConfig
+
+        depth = AutoConfig.from_pretrained(resolve_backbone(config.backbone)).num_hidden_layers
+        return CascadeRanker.from_backbone(config.backbone, True, config.max_length, exits=[depth])
     if config.electra is None:
         return CrossEncoderRanker.from_backbone(config.backbone, True, config.max_length)
     model = new_discriminator(config.electra, tokenizer)
@@ -344,7 +362,7 @@ def pretrain_ssp(
     data: str | Path,
     out_dir: str | Path,
     config: SspPretrainConfig | None = None,
-    ranker: CrossEncoderRanker | None = None,
+    ranker: CrossEncoderRanker | CascadeRanker | None = None,
     callbacks: list | None = None,
 ) -> dict:
     """Pre-train on the SSP dataset folder ``data``; the model goes to ``OUT/model``.
