@@ -36,14 +36,11 @@ from ctxsent.models.sequential import SequentialRanker
 from ctxsent.tasks.as2_records import first_questions, sample_questions
 
 METRICS = ("map", "mrr", "p@1", "ndcg@10")
-PER_QUESTION_P1: dict[str, object] = {}  # row name -> each question's P@1, filled by measure()
 
 
 def measure(name, run, records, repeats, cost=None):
-    """Run ``run()`` ``repeats`` times; metrics of its scores, median seconds, cost.
-
-    Each question's P@1 is kept in ``PER_QUESTION_P1[name]`` for the paired intervals.
-    """
+    """Run ``run()`` ``repeats`` times: the row (metrics of its scores, median seconds,
+    cost) and each question's P@1 (for the paired intervals)."""
     seconds, scores, measured_cost = [], None, cost
     for _ in range(repeats):
         start = time.perf_counter()
@@ -52,7 +49,6 @@ def measure(name, run, records, repeats, cost=None):
     per_question = per_question_as2_metrics(
         [r.question_id for r in records], [r.label for r in records], scores
     )
-    PER_QUESTION_P1[name] = per_question.values["p@1"]
     metrics = per_question.mean()
     median = statistics.median(seconds)
     row = {"model": name, **{m: round(metrics[m], 4) for m in METRICS}}
@@ -60,12 +56,7 @@ def measure(name, run, records, repeats, cost=None):
     row["seconds"] = round(median, 2)
     row["candidates_per_second"] = round(len(records) / median, 1)
     print(json.dumps(row), flush=True)
-    return row
-
-
-def p1_difference(first: str, second: str) -> dict:
-    """P@1 of ``first`` minus ``second`` on the same questions, with its 95% interval."""
-    return paired_bootstrap(PER_QUESTION_P1[first], PER_QUESTION_P1[second]).as_dict()
+    return row, per_question.values["p@1"]
 
 
 def points(difference: dict | float) -> str:
@@ -171,42 +162,26 @@ def main() -> None:
     def exit_only(index):
         return lambda: (cascade.predict_exits(records, batch_size=bs, upto=index)[index], None)
 
-    rows = []
+    rows, p1 = [], {}  # p1: row name -> each question's P@1
+
+    def add(name, run, cost=None):
+        row, p1[name] = measure(name, run, records, args.repeats, cost)
+        rows.append(row)
+
+    def p1_difference(first: str, second: str) -> dict:
+        """P@1 of ``first`` minus ``second`` on the same questions, with its 95% interval."""
+        return paired_bootstrap(p1[first], p1[second]).as_dict()
+
     for layers in sorted(mono):
-        rows.append(
-            measure(
-                f"monolithic-{layers}",
-                plain(mono[layers]),
-                records,
-                args.repeats,
-                cost=layers / depth,
-            )
-        )
+        add(f"monolithic-{layers}", plain(mono[layers]), cost=layers / depth)
     if args.reference:
-        reference = ctxsent.load(args.reference)
-        rows.append(measure("reference", plain(reference), records, args.repeats, cost=1.0))
+        add("reference", plain(ctxsent.load(args.reference)), cost=1.0)
     for index, layer in enumerate(cascade.config.exits):
-        rows.append(
-            measure(
-                f"cascade-exit-{layer}", exit_only(index), records, args.repeats, cost=layer / depth
-            )
-        )
+        add(f"cascade-exit-{layer}", exit_only(index), cost=layer / depth)
     for alpha in args.alphas:
-        rows.append(
-            measure(
-                f"monolithic-{depth} (alpha {alpha} block)",
-                plain(mono[depth]),
-                records,
-                args.repeats,
-                cost=1.0,
-            )
-        )
-        rows.append(
-            measure(f"sequential alpha={alpha}", staged(sequential, alpha), records, args.repeats)
-        )
-        rows.append(
-            measure(f"cascade alpha={alpha}", staged(cascade, alpha), records, args.repeats)
-        )
+        add(f"monolithic-{depth} (alpha {alpha} block)", plain(mono[depth]), cost=1.0)
+        add(f"sequential alpha={alpha}", staged(sequential, alpha))
+        add(f"cascade alpha={alpha}", staged(cascade, alpha))
 
     by_name = {row["model"]: row for row in rows}
     summary = {}

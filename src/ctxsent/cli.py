@@ -298,9 +298,7 @@ def eval_as2(
         "split": split,
         "clean": clean_questions,
         "ties": "pessimistic",
-        **per_question.mean(),
-        "questions": len(per_question.question_ids),
-        "pairs": len(records),
+        **per_question.summary(),
         "seconds": round(seconds, 2),
         "pairs_per_second": round(len(records) / seconds, 1),
     }

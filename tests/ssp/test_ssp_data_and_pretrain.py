@@ -132,7 +132,7 @@ def test_pretraining_resumes_exactly_and_output_fine_tunes_without_conversion(
 
 
 def test_the_batch_stream_covers_the_data_then_reshuffles_and_resumes_mid_way():
-    from ctxsent.training.ssp_pretrain import StepBatches
+    from ctxsent.training.sampling import StepBatches
 
     lengths = [5, 9, 3, 7, 1, 8, 2, 6, 4, 10]  # 5 batches of 2 per pass over the data
     stream = list(StepBatches(lengths, 2, seed=0, total=12))

@@ -1,7 +1,6 @@
 import json
 
 import numpy as np
-import pyarrow.compute as pc
 import pytest
 import torch
 import typer
@@ -10,10 +9,11 @@ from typer.testing import CliRunner
 
 from ctxsent.errors import InputError
 from ctxsent.objectives.ssp import SspConfig
-from ctxsent.objectives.ssp_data import build_ssp_dataset, load_ssp_dataset
+from ctxsent.objectives.ssp_data import build_ssp_dataset, example_lengths, load_ssp_dataset
 from ctxsent.training import ssp_cli
+from ctxsent.training.sampling import StepBatches
 from ctxsent.training.ssp_heldout import roc_auc, unseen_indices
-from ctxsent.training.ssp_pretrain import SspPretrainConfig, StepBatches, pretrain_ssp
+from ctxsent.training.ssp_pretrain import SspPretrainConfig, pretrain_ssp
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +25,7 @@ def ssp_data(tiny_bert, tmp_path_factory):
 
 
 def _lengths(data):
-    dataset, _ = load_ssp_dataset(data)
-    return pc.list_value_length(dataset.data.table.column("input_ids")).to_numpy()
+    return example_lengths(load_ssp_dataset(data)[0])
 
 
 def test_unseen_examples_are_exactly_those_no_step_draws(ssp_data):

@@ -31,6 +31,7 @@ class PerQuestionMetrics:
 
     question_ids: list[str]
     values: dict[str, np.ndarray]
+    pairs: int
 
     def mean(self) -> dict[str, float]:
         """Average over questions (0.0 for every metric when there are no questions)."""
@@ -38,6 +39,10 @@ class PerQuestionMetrics:
             name: float(column.mean()) if column.size else 0.0
             for name, column in self.values.items()
         }
+
+    def summary(self) -> dict[str, float]:
+        """:meth:`mean` plus the ``questions`` and ``pairs`` counts."""
+        return {**self.mean(), "questions": len(self.question_ids), "pairs": self.pairs}
 
 
 def per_question_as2_metrics(
@@ -93,7 +98,7 @@ def per_question_as2_metrics(
     }
     for k in k_values:
         values[f"hits@{k}"] = (first_positive_rank <= k).astype(np.float64)
-    return PerQuestionMetrics(ordered_ids, values)
+    return PerQuestionMetrics(ordered_ids, values, len(codes))
 
 
 def as2_metrics(
@@ -107,11 +112,7 @@ def as2_metrics(
     See the module docstring for the conventions (pessimistic ties, questions without a
     positive count as 0).
     """
-    per_question = per_question_as2_metrics(question_ids, labels, scores, k_values)
-    result: dict[str, float] = per_question.mean()
-    result["questions"] = len(per_question.question_ids)
-    result["pairs"] = len(question_ids)
-    return result
+    return per_question_as2_metrics(question_ids, labels, scores, k_values).summary()
 
 
 def _question_codes(question_ids: Sequence[str]) -> tuple[np.ndarray, list[str]]:

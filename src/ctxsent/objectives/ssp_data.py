@@ -220,6 +220,27 @@ def _summary(built, config: SspConfig, tokenizer: str, documents, blocks, num_pr
     }
 
 
+def example_lengths(dataset):
+    """Tokens in each example of a loaded SSP dataset (numpy), for length-grouped batches."""
+    import pyarrow.compute as pc
+
+    return pc.list_value_length(dataset.data.table.column("input_ids")).to_numpy()
+
+
+def ssp_batch(dataset, indices: list[int], pad_id: int) -> dict:
+    """``{"features": padded model inputs, "labels": float tensor}`` of examples ``indices``."""
+    import torch
+
+    from ctxsent.models.segments import pad_batch
+
+    rows = dataset[indices]
+    encoded = list(zip(rows["input_ids"], rows["token_type_ids"], strict=True))
+    return {
+        "features": pad_batch(encoded, pad_id),
+        "labels": torch.tensor(rows["label"], dtype=torch.float32),
+    }
+
+
 def load_ssp_dataset(path: str | Path):
     """Open a folder written by :func:`build_ssp_dataset`: ``(dataset, summary)``."""
     from datasets import load_from_disk

@@ -5,7 +5,7 @@ answers "not the same paragraph" already scores accuracy 0.80 and log-loss 0.500
 The training log shows one mini-batch of 16 every 50 steps, too noisy to tell a head
 that learned from one at that prior. This module scores the saved model on examples
 that no training step drew: the run's batch stream depends only on its seed, batch
-size and step count (:class:`~ctxsent.training.ssp_pretrain.StepBatches`), so the
+size and step count (:class:`~ctxsent.training.sampling.StepBatches`), so the
 examples it never visits are known exactly. Reported: accuracy, log-loss, the prior's
 log-loss on the same examples, and the ROC AUC (0.5: no ranking skill), all on the
 unmasked input that fine-tuning will see.
@@ -22,13 +22,12 @@ import torch
 import torch.nn.functional as F
 
 from ctxsent.errors import InputError
-from ctxsent.models.segments import pad_batch
+from ctxsent.objectives.ssp_data import example_lengths, load_ssp_dataset, ssp_batch
+from ctxsent.training.sampling import StepBatches
 
 
 def unseen_indices(lengths, batch_size: int, seed: int, steps: int, count: int) -> list[int]:
     """Up to ``count`` examples (seeded sample, sorted) that ``steps`` training steps never draw."""
-    from ctxsent.training.ssp_pretrain import StepBatches
-
     seen: set[int] = set()
     for batch in StepBatches(lengths, batch_size, seed, total=steps):
         seen.update(batch)
@@ -57,11 +56,10 @@ def ssp_heldout_metrics(ranker, dataset, indices: list[int], batch_size: int = 6
     pad_id = ranker.tokenizer.pad_token_id
     logits, labels = [], []
     for start in range(0, len(indices), batch_size):
-        rows = dataset[indices[start : start + batch_size]]
-        encoded = list(zip(rows["input_ids"], rows["token_type_ids"], strict=True))
-        features = {k: v.to(ranker.model.device) for k, v in pad_batch(encoded, pad_id).items()}
+        batch = ssp_batch(dataset, indices[start : start + batch_size], pad_id)
+        features = {k: v.to(ranker.device) for k, v in batch["features"].items()}
         logits.append(ranker(features).float().cpu())
-        labels.append(torch.tensor(rows["label"], dtype=torch.float32))
+        labels.append(batch["labels"])
     logit, label = torch.cat(logits), torch.cat(labels)
     rate = float(label.mean())
     prior = -(rate * np.log(rate) + (1 - rate) * np.log(1 - rate)) if 0 < rate < 1 else 0.0
@@ -78,10 +76,7 @@ def ssp_heldout_metrics(ranker, dataset, indices: list[int], batch_size: int = 6
 
 def evaluate_run(run: str | Path, count: int = 1000, batch_size: int = 64) -> dict:
     """Held-out SSP metrics of the finished run folder ``run`` (its ``pretrain.json``)."""
-    import pyarrow.compute as pc
-
     import ctxsent
-    from ctxsent.objectives.ssp_data import load_ssp_dataset
 
     run = Path(run)
     summary_file = run / "pretrain.json"
@@ -90,8 +85,9 @@ def evaluate_run(run: str | Path, count: int = 1000, batch_size: int = 64) -> di
     summary = json.loads(summary_file.read_text())
     config = summary["config"]
     dataset, _ = load_ssp_dataset(summary["data"])
-    lengths = pc.list_value_length(dataset.data.table.column("input_ids")).to_numpy()
-    indices = unseen_indices(lengths, config["batch_size"], config["seed"], summary["steps"], count)
+    indices = unseen_indices(
+        example_lengths(dataset), config["batch_size"], config["seed"], summary["steps"], count
+    )
     ranker = ctxsent.load(run / "model")
     return {"run": str(run), "steps": summary["steps"], "data": summary["data"]} | (
         ssp_heldout_metrics(ranker, dataset, indices, batch_size)

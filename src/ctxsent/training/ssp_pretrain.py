@@ -22,9 +22,9 @@ Decisions where the paper is silent or does not apply:
 * The peak learning rate is lost in our copy of the paper; presets use 1e-4
   (paper scale) and 5e-5 (CPU).
 * Masking is drawn in the training step from a generator seeded by
-  ``(seed, step)`` and batches depend only on the seed and the step
-  (:class:`StepBatches`), and dropout is seeded by the step too; checkpoints
-  are taken every ``save_every`` steps, so a run resumed from
+  ``(seed, step)``, batches depend only on the seed and the step
+  (:class:`~ctxsent.training.sampling.StepBatches`), and dropout is seeded by
+  the step too; checkpoints are taken every ``save_every`` steps, so a run resumed from
   ``OUT/checkpoints/last.ckpt`` continues with the exact batches and masks an
   uninterrupted run would have used (up to ``save_every`` steps after the last
   checkpoint are redone).
@@ -47,7 +47,6 @@ are dropped. Peak learning rates are ELECTRA's own from-scratch values
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -55,7 +54,7 @@ import lightning as L
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.data import DataLoader, Sampler
+from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_write
@@ -63,7 +62,6 @@ from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import lightning_precision
-from ctxsent.models.segments import pad_batch
 from ctxsent.models.transformer_ranker import RankerConfig
 from ctxsent.objectives.electra import (
     ELECTRA_BASE,
@@ -75,7 +73,7 @@ from ctxsent.objectives.electra import (
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
-from ctxsent.training.sampling import LengthGroupedBatches
+from ctxsent.training.sampling import StepBatches
 from ctxsent.training.ssp_heldout import ssp_heldout_metrics, unseen_indices
 
 
@@ -84,8 +82,8 @@ class SspPretrainConfig:
     objective: str | None = None  # checked against the data folder when set (presets)
     backbone: str = DEFAULT_BACKBONE
     learning_rate: float = 5e-5
-    #: learning-rate multiplier of the SSP head (the ranker's new classifier); see
-    #: the module docstring for why short CPU runs need it
+    #: learning-rate multiplier of the SSP head (the ranker's new classifier); x20 left
+    #: the held-out SSP scores of 200 CPU steps unchanged (BENCHMARKS.md)
     head_lr_scale: float = 1.0
     #: "cls": the paper's SSP head on [CLS] (the cross-encoder's classification head);
     #: "mean": the cascade's read-out, a 3-layer FFN over the mean of the last layer's
@@ -196,35 +194,6 @@ class MlmHead(nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return F.linear(self.norm(F.gelu(self.dense(hidden))), self.embeddings.weight, self.bias)
-
-
-class StepBatches(Sampler[list[int]]):
-    """The batches of steps ``[skip, total)`` of a fixed stream: one Lightning epoch per run.
-
-    The stream chains length-grouped epochs of the data that depend only on the
-    seed. A run resumed from a checkpoint taken after step ``k`` sets ``skip = k``
-    and continues with exactly the batches an uninterrupted run would see next.
-    """
-
-    def __init__(self, lengths, batch_size: int, seed: int, total: int) -> None:
-        self.data_epochs = LengthGroupedBatches(lengths, batch_size, seed)
-        self.total, self.skip = total, 0
-        self._cached: tuple[int, list[list[int]]] = (-1, [])
-
-    def __len__(self) -> int:
-        return self.total
-
-    def _data_epoch(self, index: int) -> list[list[int]]:
-        if self._cached[0] != index:
-            self.data_epochs.set_epoch(index)
-            self._cached = (index, list(self.data_epochs))
-        return self._cached[1]
-
-    def __iter__(self) -> Iterator[list[int]]:
-        per_epoch = len(self.data_epochs)
-        for step in range(self.skip, self.total):
-            data_epoch, index = divmod(step, per_epoch)
-            yield self._data_epoch(data_epoch)[index]
 
 
 class SspPretrainModule(L.LightningModule):
@@ -373,10 +342,14 @@ def pretrain_ssp(
     data folder's tokenizer. ``callbacks`` are extra Lightning callbacks.
     Returns the summary written to ``OUT/pretrain.json``.
     """
-    import pyarrow.compute as pc
     from transformers import AutoTokenizer
 
-    from ctxsent.objectives.ssp_data import TOKENIZER_DIR, load_ssp_dataset
+    from ctxsent.objectives.ssp_data import (
+        TOKENIZER_DIR,
+        example_lengths,
+        load_ssp_dataset,
+        ssp_batch,
+    )
 
     config = config or SspPretrainConfig()
     data, out_dir = Path(data), Path(out_dir)
@@ -404,20 +377,16 @@ def pretrain_ssp(
         electra = ElectraObjective(ranker.model, config.electra.generator_fraction)
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    lengths = pc.list_value_length(dataset.data.table.column("input_ids")).to_numpy()
+    lengths = example_lengths(dataset)
     batches = StepBatches(lengths, config.batch_size, config.seed, config.max_steps)
     last = out_dir / "checkpoints" / "last.ckpt"
     pad_id = ranker.tokenizer.pad_token_id
 
-    def collate(indices: list[int]) -> dict:
-        rows = dataset[indices]
-        encoded = list(zip(rows["input_ids"], rows["token_type_ids"], strict=True))
-        return {
-            "features": pad_batch(encoded, pad_id),
-            "labels": torch.tensor(rows["label"], dtype=torch.float32),
-        }
-
-    loader = DataLoader(range(len(dataset)), batch_sampler=batches, collate_fn=collate)
+    loader = DataLoader(
+        range(len(dataset)),
+        batch_sampler=batches,
+        collate_fn=lambda indices: ssp_batch(dataset, indices, pad_id),
+    )
     module = SspPretrainModule(ranker, config, out_dir, electra, batches)
     device_type = (
         "cuda"
