@@ -85,6 +85,10 @@ def pretrain_ssp(
         float | None, typer.Option(help="learning-rate multiplier of the new SSP head")
     ] = None,
     warmup_steps: int | None = None,
+    ssp_weight: Annotated[
+        float | None,
+        typer.Option(help="SSP loss weight (paper: 1, equal to MLM); 0 = the MLM-only control"),
+    ] = None,
     readout: Annotated[
         str | None,
         typer.Option(help="cls (the paper's [CLS] head) | mean (the cascade's mean-pooled FFN)"),
@@ -107,6 +111,7 @@ def pretrain_ssp(
         learning_rate=lr,
         head_lr_scale=head_lr_scale,
         warmup_steps=warmup_steps,
+        ssp_weight=ssp_weight,
         readout=readout,
         save_every=save_every,
         precision=precision,

@@ -96,6 +96,8 @@ class SspPretrainConfig:
     max_grad_norm: float = 1.0
     mlm_probability: float = 0.15
     mlm_weight: float = 1.0
+    #: 0 turns the run into the MLM-only control (continued pre-training on the same
+    #: inputs, no SSP), which separates what SSP adds from what the MLM steps add
     ssp_weight: float = 1.0
     rtd_weight: float = 50.0  # ELECTRA only
     electra: ElectraSize | None = None  # set: ELECTRA from scratch instead of ``backbone``
@@ -352,6 +354,9 @@ def pretrain_ssp(
     )
 
     config = config or SspPretrainConfig()
+    for name in ("mlm_weight", "ssp_weight", "rtd_weight"):
+        if getattr(config, name) < 0:
+            raise InputError(f"must be >= 0, got {getattr(config, name)}", field=name)
     data, out_dir = Path(data), Path(out_dir)
     dataset, summary = load_ssp_dataset(data)
     if config.objective is not None and summary["config"]["objective"] != config.objective:
