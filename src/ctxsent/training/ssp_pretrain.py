@@ -71,6 +71,7 @@ from ctxsent.objectives.electra import (
     new_discriminator,
 )
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
+from ctxsent.objectives.ssp_data import TOKENIZER_DIR, example_lengths, load_ssp_dataset, ssp_batch
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.sampling import StepBatches
@@ -108,6 +109,15 @@ class SspPretrainConfig:
     devices: int | str = "auto"
     seed: int = 42
     heldout_examples: int = 1000  # scored at the end on examples no step drew (ssp_heldout)
+
+    def __post_init__(self) -> None:
+        if self.readout not in ("cls", "mean"):
+            raise InputError(f"expected cls or mean, got {self.readout!r}", field="readout")
+        if self.readout == "mean" and self.electra is not None:
+            raise InputError("the ELECTRA presets read SSP from [CLS] only", field="readout")
+        for name in ("mlm_weight", "ssp_weight", "rtd_weight"):
+            if getattr(self, name) < 0:
+                raise InputError(f"must be >= 0, got {getattr(self, name)}", field=name)
 
 
 #: ``RankerConfig.backbone`` of a discriminator built from scratch
@@ -312,11 +322,7 @@ def _check_tokenizer(data_tokenizer, model_tokenizer, data: Path) -> None:
 
 
 def _new_ranker(config: SspPretrainConfig, tokenizer) -> CrossEncoderRanker | CascadeRanker:
-    if config.readout not in ("cls", "mean"):
-        raise InputError(f"expected cls or mean, got {config.readout!r}", field="readout")
     if config.readout == "mean":
-        if config.electra is not None:
-            raise InputError("the ELECTRA presets read SSP from [CLS] only", field="readout")
         from transformers import AutoConfig
 
         depth = AutoConfig.from_pretrained(resolve_backbone(config.backbone)).num_hidden_layers
@@ -346,17 +352,7 @@ def pretrain_ssp(
     """
     from transformers import AutoTokenizer
 
-    from ctxsent.objectives.ssp_data import (
-        TOKENIZER_DIR,
-        example_lengths,
-        load_ssp_dataset,
-        ssp_batch,
-    )
-
     config = config or SspPretrainConfig()
-    for name in ("mlm_weight", "ssp_weight", "rtd_weight"):
-        if getattr(config, name) < 0:
-            raise InputError(f"must be >= 0, got {getattr(config, name)}", field=name)
     data, out_dir = Path(data), Path(out_dir)
     dataset, summary = load_ssp_dataset(data)
     if config.objective is not None and summary["config"]["objective"] != config.objective:
