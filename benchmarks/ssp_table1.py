@@ -5,10 +5,13 @@ fine-tune continues from its last checkpoint):
 
 1. for each SSP objective: build its examples (``ctxsent pretrain-data ssp``) and
    continue pre-training the backbone (``ctxsent pretrain ssp``, preset ``ssp-OBJ-cpu``
-   or ``--preset-suffix ''`` for the GPU presets);
+   or ``--preset-suffix ''`` for the GPU presets); for each ``--controls`` objective,
+   also the MLM-only control on the same examples, steps and batch stream
+   (``--ssp-weight 0``, row ``contextual+mlm-OBJ``): it separates what the SSP loss adds
+   from what the masked-word steps on the corpus add;
 2. for each seed and target, fine-tune with one budget: the pairwise baseline, the
-   contextual baseline and contextual + each SSP checkpoint (``ctxsent finetune as2``,
-   chosen on the target's dev split);
+   contextual baseline and contextual + each pre-trained checkpoint (``ctxsent finetune
+   as2``, chosen on the target's dev split);
 3. evaluate once on the target's test set: WikiQA-trained models on WikiQA test-clean,
    SQuAD-AS2-trained models on SelQA test (SelQA's train split is not in ../shared/data,
    so the SQuAD-derived set stands in as its training data);
@@ -45,17 +48,25 @@ TEST_DATA = {"wikiqa": "wikiqa:../shared/data/wikiqa", "selqa": "selqa:../shared
 METRICS = ("map", "mrr", "p@1", "ndcg@10")
 
 
-def pretrain(objective: str, args, extra: list[str]) -> Path:
-    data, run = args.out / f"data-{objective}", args.out / f"pretrain-{objective}"
+def pretrain_data(objective: str, args) -> Path:
+    data = args.out / f"data-{objective}"
     if not (data / "ssp.json").exists():
         ctxsent("pretrain-data", "ssp", "--objective", objective, "--corpus", str(args.corpus),
                 "--out", str(data), "--max-documents", str(args.documents),
                 "--num-proc", str(args.num_proc), "--overwrite")  # fmt: skip
+    return data
+
+
+def pretrain(objective: str, args, extra: list[str], mlm_only: bool = False) -> Path:
+    """The checkpoint of MLM + SSP on ``objective``'s examples (MLM alone if ``mlm_only``)."""
+    data = args.out / f"data-{objective}"
+    run = args.out / f"pretrain-{'mlm-' if mlm_only else ''}{objective}"
     if not (run / "pretrain.json").exists():  # written at the end (OUT/model exists earlier)
         ctxsent("pretrain", "ssp", "--data", str(data), "--out", str(run),
                 "--preset", f"ssp-{objective}{args.preset_suffix}",
                 "--max-steps", str(args.pretrain_steps),
-                "--warmup-steps", str(max(1, args.pretrain_steps // 10)), *extra)  # fmt: skip
+                "--warmup-steps", str(max(1, args.pretrain_steps // 10)),
+                *(["--ssp-weight", "0"] if mlm_only else []), *extra)  # fmt: skip
     return run / "model"
 
 
@@ -89,6 +100,13 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=Path("runs/corpus-wiki"))
     parser.add_argument("--squad", default="/tmp/squad-as2", help="'ctxsent data squad-as2' out")
     parser.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=OBJECTIVES)
+    parser.add_argument(
+        "--controls",
+        nargs="*",
+        default=[],
+        choices=OBJECTIVES,
+        help="objectives whose examples also pre-train an MLM-only control",
+    )
     parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     parser.add_argument("--documents", type=int, default=1000, help="corpus documents for SSP")
@@ -104,11 +122,17 @@ def main() -> None:
     extra = [a for a in args.extra if a != "--"]
     args.out.mkdir(parents=True, exist_ok=True)
 
+    for objective in dict.fromkeys(args.objectives + args.controls):  # before two runs race
+        pretrain_data(objective, args)
     with ThreadPoolExecutor(args.jobs) as pool:
         # Pre-trainings are queued first, so a fine-tune that waits for one never blocks a
         # worker that the pre-training itself still needs.
         checkpoints = {
             f"contextual+ssp-{o}": pool.submit(pretrain, o, args, extra) for o in args.objectives
+        }
+        checkpoints |= {
+            f"contextual+mlm-{o}": pool.submit(pretrain, o, args, extra, mlm_only=True)
+            for o in args.controls
         }
         models: dict[str, list[str] | Future] = {"pairwise": ["--pairwise"]}
         models |= {"contextual": ["--contextual"], **checkpoints}
