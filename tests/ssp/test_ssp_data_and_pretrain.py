@@ -162,7 +162,8 @@ def test_the_ssp_head_can_learn_faster_than_the_backbone(tiny_bert, tmp_path):
 
 def test_ssp_weight_zero_is_the_mlm_only_control(ssp_data, tiny_bert, tmp_path):
     config = _config(2, ssp_weight=0.0, heldout_examples=0)
-    final = pretrain_ssp(ssp_data, tmp_path / "run", config, ranker=_tiny_ranker(tiny_bert))["final"]
+    result = pretrain_ssp(ssp_data, tmp_path / "run", config, ranker=_tiny_ranker(tiny_bert))
+    final = result["final"]
     assert final["ssp"] > 0 and final["loss"] == pytest.approx(final["mlm"])
     with pytest.raises(InputError, match="must be >= 0"):
         pretrain_ssp(ssp_data, tmp_path / "bad", _config(2, ssp_weight=-1.0))
