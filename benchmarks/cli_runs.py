@@ -8,6 +8,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 
 def ctxsent(*args: str) -> str:
@@ -40,3 +43,61 @@ def print_report(args, table: dict) -> None:
     """Print the run's settings and its table as one JSON object on stdout."""
     settings = {key: str(value) for key, value in vars(args).items()}
     print(json.dumps({"settings": settings, "table": table}, indent=2))
+
+
+@dataclass(frozen=True)
+class Job:
+    """``fn(result of needs)`` (``fn(None)`` when ``needs`` is None), known as ``key``."""
+
+    key: Hashable
+    fn: Callable
+    needs: Hashable | None = None
+
+
+def run_in_order(jobs: list[Job], workers: int) -> dict:
+    """Run ``jobs`` on ``workers`` threads and return ``{key: result}``.
+
+    A free worker takes the first job, in list order, whose ``needs`` is done: a job that
+    waits for another holds no worker, and the order (e.g. seed-major) is kept among the
+    jobs that are ready. A job whose ``needs`` failed fails with the same error; the
+    first error is raised once every other job has run.
+    """
+    keys = [job.key for job in jobs]
+    for index, job in enumerate(jobs):
+        if job.needs is not None and job.needs not in keys[:index]:
+            raise ValueError(f"job {job.key!r} needs {job.needs!r}, which is not listed before it")
+    pending, results, errors = list(jobs), {}, {}
+    changed = threading.Condition()
+
+    def take_ready() -> Job | None:
+        for job in pending:
+            if job.needs is None or job.needs in results or job.needs in errors:
+                pending.remove(job)
+                return job
+        return None
+
+    def work() -> None:
+        while True:
+            with changed:
+                while (job := take_ready()) is None:
+                    if not pending:
+                        return
+                    changed.wait()
+            try:
+                if job.needs in errors:
+                    raise errors[job.needs]
+                outcome, store = job.fn(results.get(job.needs)), results
+            except Exception as error:  # noqa: BLE001 - recorded, raised at the end
+                outcome, store = error, errors
+            with changed:
+                store[job.key] = outcome
+                changed.notify_all()
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise next(iter(errors.values()))
+    return results

@@ -34,11 +34,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
-from cli_runs import ctxsent, print_report, summarise
+from cli_runs import Job, ctxsent, print_report, run_in_order, summarise
 
 OBJECTIVES = ("sdc", "dpc", "dslc", "all")
 TARGETS = {  # training set (its dev split selects the model), test set
@@ -95,34 +94,6 @@ def evaluate(model: Path, test: str) -> dict:
     return json.loads(cached.read_text())
 
 
-def submit_after(pool: Executor, first: Future | None, fn: Callable, *args) -> Future:
-    """``fn(first.result(), *args)`` on ``pool`` once ``first`` is done (``fn(None, ...)`` now).
-
-    Chained with a callback, so a fine-tune that waits for its pre-training holds no
-    worker while it waits: the other workers go on with the runs that are ready.
-    """
-    if first is None:
-        return pool.submit(fn, None, *args)
-    chained: Future = Future()
-
-    def relay(inner: Future) -> None:
-        error = inner.exception()
-        if error:
-            chained.set_exception(error)
-        else:
-            chained.set_result(inner.result())
-
-    def start(done: Future) -> None:
-        error = done.exception()
-        if error:
-            chained.set_exception(error)
-        else:
-            pool.submit(fn, done.result(), *args).add_done_callback(relay)
-
-    first.add_done_callback(start)
-    return chained
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("runs/ssp-table1"))
@@ -153,37 +124,38 @@ def main() -> None:
 
     for objective in dict.fromkeys(args.objectives + args.controls):  # before two runs race
         pretrain_data(objective, args)
-    with ThreadPoolExecutor(args.jobs) as pool:
-        # Pre-trainings are queued first; their fine-tunes join the queue when they end.
-        checkpoints = {
-            f"contextual+ssp-{o}": pool.submit(pretrain, o, args, extra) for o in args.objectives
-        }
-        checkpoints |= {
-            f"contextual+mlm-{o}": pool.submit(pretrain, o, args, extra, mlm_only=True)
-            for o in args.controls
-        }
-        baselines = {"pairwise": ["--pairwise"], "contextual": ["--contextual"]}
-        names = [*baselines, *checkpoints]
+    baselines = {"pairwise": ["--pairwise"], "contextual": ["--contextual"]}
+    # Pre-trainings first; a fine-tune starts once its own pre-training is done.
+    pretrainings = [
+        Job(f"contextual+ssp-{o}", lambda _, o=o: pretrain(o, args, extra)) for o in args.objectives
+    ]
+    pretrainings += [
+        Job(f"contextual+mlm-{o}", lambda _, o=o: pretrain(o, args, extra, mlm_only=True))
+        for o in args.controls
+    ]
+    names = [*baselines, *(job.key for job in pretrainings)]
 
-        def finetune_and_evaluate(checkpoint: Path | None, name: str, target: str, seed: int):
-            init = baselines.get(name) or ["--contextual", "--init", str(checkpoint)]
-            return evaluate(finetune(name, target, seed, init, args, extra), TARGETS[target][1])
+    def finetune_and_evaluate(checkpoint: Path | None, name: str, target: str, seed: int):
+        init = baselines.get(name) or ["--contextual", "--init", str(checkpoint)]
+        return evaluate(finetune(name, target, seed, init, args, extra), TARGETS[target][1])
 
-        # Seed-major order: a run stopped early still has every row for its first seeds.
-        jobs = {
-            (target, name, seed): submit_after(
-                pool, checkpoints.get(name), finetune_and_evaluate, name, target, seed
-            )
-            for target in args.targets
-            for seed in args.seeds
-            for name in names
-        }
-        table: dict = {}
-        for target in args.targets:
-            rows = table.setdefault(f"{target} -> {TARGETS[target][1]} test", {})
-            for name in names:
-                runs = [jobs[target, name, seed].result() for seed in args.seeds]
-                rows[name] = summarise(runs, METRICS)
+    # Seed-major order: a run stopped early has every row for its first seeds.
+    finetunes = [
+        Job(
+            (target, name, seed),
+            partial(finetune_and_evaluate, name=name, target=target, seed=seed),
+            needs=None if name in baselines else name,
+        )
+        for target in args.targets
+        for seed in args.seeds
+        for name in names
+    ]
+    results = run_in_order(pretrainings + finetunes, args.jobs)
+    table: dict = {}
+    for target in args.targets:
+        rows = table.setdefault(f"{target} -> {TARGETS[target][1]} test", {})
+        for name in names:
+            rows[name] = summarise([results[target, name, seed] for seed in args.seeds], METRICS)
     print_report(args, table)
 
 
