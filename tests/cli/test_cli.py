@@ -179,6 +179,7 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
         "32",
     )
     assert trained.returncode == 0, trained.stderr
+    assert json.loads(trained.stdout)["dev"]["questions"] == 8  # progress bars on stderr
     model = str(tmp_path / "run" / "model")
     args = ["eval", "as2", "--model", model, "--data", f"squad-as2:{data}", "--split", "dev"]
     report = json.loads(run_cli(*args, "--alpha", "0.5").stdout)

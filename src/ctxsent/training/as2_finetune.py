@@ -34,6 +34,7 @@ from ctxsent.models.precision import lightning_precision
 from ctxsent.tasks.as2_records import As2Record, group_by_question
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
+from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.sampling import (
     LengthGroupedBatches,
     QuestionBatches,
@@ -299,7 +300,7 @@ def finetune_as2(
         val_check_interval=eval_every,
         check_val_every_n_epoch=None,
         num_sanity_val_steps=0,
-        callbacks=[checkpoints, stopper, L.pytorch.callbacks.TQDMProgressBar(refresh_rate=10)],
+        callbacks=[checkpoints, stopper, StderrProgressBar(refresh_rate=10)],
         logger=L.pytorch.loggers.CSVLogger(out_dir, name="logs"),
         enable_model_summary=False,
         use_distributed_sampler=False,

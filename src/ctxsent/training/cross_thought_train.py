@@ -57,6 +57,7 @@ from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.tasks.senteval import Pairs
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
+from ctxsent.training.progress import StderrProgressBar
 
 
 # ---- pre-training ------------------------------------------------------------------------------
@@ -181,7 +182,7 @@ def pretrain_cross_thought(documents, out: str | Path, config: PretrainConfig) -
         max_time={"minutes": config.budget_minutes} if config.budget_minutes else None,
         precision=lightning_precision(config.precision, device_type),
         gradient_clip_val=1.0,
-        callbacks=[checkpoints, L.pytorch.callbacks.TQDMProgressBar(refresh_rate=10)],
+        callbacks=[checkpoints, StderrProgressBar(refresh_rate=10)],
         logger=L.pytorch.loggers.CSVLogger(out, name="logs"),
         enable_model_summary=False,
         num_sanity_val_steps=0,

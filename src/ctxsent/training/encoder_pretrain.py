@@ -45,6 +45,7 @@ from ctxsent.objectives.reconstruct import (
 from ctxsent.text.vocabulary import Vocabulary, corpus_sentences, tokenize_corpus
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.encoder_presets import GLOVE_PACKAGE, PretrainConfig
+from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.sampling import LengthGroupedBatches, batches_done_this_epoch
 
 LIMITS = ("max_steps", "max_minutes")  # may change when a run is resumed
@@ -209,7 +210,7 @@ def pretrain_encoder(
         max_time={"minutes": config.max_minutes} if config.max_minutes else None,
         precision=lightning_precision(config.precision, device_type),
         gradient_clip_val=config.max_grad_norm,
-        callbacks=[checkpoints, L.pytorch.callbacks.TQDMProgressBar(refresh_rate=20)],
+        callbacks=[checkpoints, StderrProgressBar(refresh_rate=20)],
         logger=L.pytorch.loggers.CSVLogger(out, name="logs"),
         enable_model_summary=False,
         use_distributed_sampler=False,

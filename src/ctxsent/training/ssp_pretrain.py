@@ -74,6 +74,7 @@ from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_l
 from ctxsent.objectives.ssp_data import TOKENIZER_DIR, example_lengths, load_ssp_dataset, ssp_batch
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
+from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.sampling import StepBatches
 from ctxsent.training.ssp_heldout import ssp_heldout_metrics, unseen_indices
 
@@ -407,7 +408,7 @@ def pretrain_ssp(
         gradient_clip_val=config.max_grad_norm,
         callbacks=[
             checkpoints,
-            L.pytorch.callbacks.TQDMProgressBar(refresh_rate=10),
+            StderrProgressBar(refresh_rate=10),
             *(callbacks or []),
         ],
         logger=L.pytorch.loggers.CSVLogger(out_dir, name="logs"),
