@@ -13,11 +13,9 @@ from collections.abc import Callable
 from lightning.pytorch.callbacks import TQDMProgressBar
 
 
-class StderrProgressBar(TQDMProgressBar):
-    """``TQDMProgressBar`` whose bars are created while ``sys.stdout`` is ``sys.stderr``."""
-
-
 def _on_stderr(create_bar: Callable) -> Callable:
+    """``create_bar`` run while ``sys.stdout`` is ``sys.stderr`` (tqdm binds its file then)."""
+
     def create_on_stderr(self):
         with contextlib.redirect_stdout(sys.stderr):
             return create_bar(self)
@@ -25,6 +23,11 @@ def _on_stderr(create_bar: Callable) -> Callable:
     return create_on_stderr
 
 
-for _stage in ("sanity", "train", "validation", "test", "predict"):
-    _name = f"init_{_stage}_tqdm"
-    setattr(StderrProgressBar, _name, _on_stderr(getattr(TQDMProgressBar, _name)))
+class StderrProgressBar(TQDMProgressBar):
+    """``TQDMProgressBar`` whose bars write to stderr."""
+
+    init_sanity_tqdm = _on_stderr(TQDMProgressBar.init_sanity_tqdm)
+    init_train_tqdm = _on_stderr(TQDMProgressBar.init_train_tqdm)
+    init_validation_tqdm = _on_stderr(TQDMProgressBar.init_validation_tqdm)
+    init_test_tqdm = _on_stderr(TQDMProgressBar.init_test_tqdm)
+    init_predict_tqdm = _on_stderr(TQDMProgressBar.init_predict_tqdm)
