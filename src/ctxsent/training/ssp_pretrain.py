@@ -145,8 +145,9 @@ def _presets() -> dict[str, SspPretrainConfig]:
             warmup_steps=10_000,
             save_every=2_000,
         )
-        # measured here: ~3.3 s per step of 16 x 128 tokens on one core of the 2-core EPYC
-        # (session 8), so 1,000 steps is about 55 minutes
+        # measured per step of 16 x 128 tokens on one core of a 2-core EPYC, another job on
+        # the other: 3.3 s in fp32 (no bf16 instructions), 0.83-1.7 s in bf16 on CPUs with
+        # AVX512-BF16; 1,000 steps is 15-55 minutes (BENCHMARKS.md)
         presets[f"ssp-{objective}-cpu"] = SspPretrainConfig(
             objective=objective,
             learning_rate=5e-5,
@@ -167,7 +168,9 @@ def _presets() -> dict[str, SspPretrainConfig]:
             warmup_steps=10_000,
             save_every=5_000,
         )
-        # measured here: ~2.2 s of CPU per step of 32 x 128 tokens, one thread, vocabulary 8000
+        # measured per step of 32 x 128 tokens, one thread, vocabulary 8000: 2.0-2.2 s in fp32,
+        # about 1.1 s in bf16 on an AVX512-BF16 EPYC with another job on the box, so 2,000
+        # steps is about 35-75 minutes (BENCHMARKS.md, "ELECTRA variant")
         presets[f"ssp-{objective}-electra-cpu"] = SspPretrainConfig(
             objective=objective,
             electra=ELECTRA_CPU,
