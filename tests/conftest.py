@@ -9,19 +9,13 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# precision "auto" stays fp32 on every CPU, in this process and the ctxsent commands tests
+# start, so no test depends on whether its machine has AVX512-BF16: a tiny random model at
+# lr 3e-3 is unstable in bf16 (dev MAP 0.25-1.0 over three seeds and 1-2 threads where fp32
+# gets 1.0; CI failed once at 0.58). Tests that want bf16 ask for it by name.
+os.environ["CTXSENT_CPU_BF16"] = "0"
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def _auto_precision_is_fp32(monkeypatch):
-    """``precision="auto"`` resolves to fp32 on every CPU, so a test does not depend on
-    whether its machine has AVX512-BF16: tiny random models at test learning rates are
-    unstable in bf16 (CI failed once on a bf16 machine: dev MAP 0.25-0.72 over three seeds
-    where fp32 gets 1.0). Tests that want bf16 ask for it by name."""
-    from ctxsent.models import precision
-
-    monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: False)
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,15 @@ change for speed on CPUs without bf16 (BENCHMARKS.md shows both).
 with native bf16 instructions (AVX512-BF16 or AMX); elsewhere fp32, because
 emulated bf16 is several times slower than fp32 (measured on a 2-core AMD
 EPYC without those instructions: ~4x slower, see BENCHMARKS.md).
+``CTXSENT_CPU_BF16=0`` (or ``1``) overrides that detection for this process and the
+``ctxsent`` commands it starts, e.g. to keep ``auto`` at fp32 on a bf16 CPU.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from pathlib import Path
 
 import torch
@@ -24,6 +27,12 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
 
 @functools.cache
 def cpu_has_native_bf16() -> bool:
+    """Whether the CPU has native bf16 instructions, unless ``CTXSENT_CPU_BF16`` says."""
+    override = os.environ.get("CTXSENT_CPU_BF16")
+    if override is not None:
+        if override not in ("0", "1"):
+            raise ValueError(f"CTXSENT_CPU_BF16 must be 0 or 1, got {override!r}")
+        return override == "1"
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
