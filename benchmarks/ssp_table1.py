@@ -138,9 +138,13 @@ def main() -> None:
         for o in args.controls
     ]
     names = [*baselines, *(job.key for job in pretrainings)]
+    # Seed-major order, so a run stopped early has every row for its first seeds; within a
+    # seed the pairwise baseline goes last (the cheapest run, and not what the claim is about).
+    queue = [(name, seed) for seed in args.seeds for name in sorted(names, key="pairwise".__eq__)]
     skip = set(args.skip)
-    if unknown := skip - {f"{name}:{seed}" for name in names for seed in args.seeds}:
+    if unknown := skip - {f"{name}:{seed}" for name, seed in queue}:
         parser.error(f"--skip {' '.join(sorted(unknown))}: not a ROW:SEED of this run")
+    queue = [(name, seed) for name, seed in queue if f"{name}:{seed}" not in skip]
     args.out.mkdir(parents=True, exist_ok=True)
     for objective in dict.fromkeys(args.objectives + args.controls):  # before two runs race
         pretrain_data(objective, args)
@@ -149,8 +153,6 @@ def main() -> None:
         init = baselines.get(name) or ["--contextual", "--init", str(checkpoint)]
         return evaluate(finetune(name, target, seed, init, args, extra), TARGETS[target][1])
 
-    # Seed-major order, so a run stopped early has every row for its first seeds; within a
-    # seed the pairwise baseline goes last (the cheapest run, and not what the claim is about).
     finetunes = [
         Job(
             (target, name, seed),
@@ -158,16 +160,14 @@ def main() -> None:
             needs=None if name in baselines else name,
         )
         for target in args.targets
-        for seed in args.seeds
-        for name in sorted(names, key=lambda name: name == "pairwise")
-        if f"{name}:{seed}" not in skip
+        for name, seed in queue
     ]
     results = run_in_order(pretrainings + finetunes, args.jobs)
     table: dict = {}
     for target in args.targets:
         rows = table.setdefault(f"{target} -> {TARGETS[target][1]} test", {})
         for name in names:
-            runs = [results[key] for seed in args.seeds if (key := (target, name, seed)) in results]
+            runs = [results[target, row, seed] for row, seed in queue if row == name]
             if runs:
                 rows[name] = summarise(runs, METRICS)
     print_report(args, table)
