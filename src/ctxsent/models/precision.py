@@ -9,7 +9,7 @@ change for speed on CPUs without bf16 (BENCHMARKS.md shows both).
 with native bf16 instructions (AVX512-BF16 or AMX); elsewhere fp32, because
 emulated bf16 is several times slower than fp32 (measured on a 2-core AMD
 EPYC without those instructions: ~4x slower, see BENCHMARKS.md).
-``CTXSENT_CPU_BF16=0`` (or ``1``) overrides that detection for this process and the
+``CTXSENT_CPU_BF16=0`` (or ``1``) overrides that choice for this process and the
 ``ctxsent`` commands it starts, e.g. to keep ``auto`` at fp32 on a bf16 CPU.
 """
 
@@ -27,17 +27,22 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
 
 @functools.cache
 def cpu_has_native_bf16() -> bool:
-    """Whether the CPU has native bf16 instructions, unless ``CTXSENT_CPU_BF16`` says."""
-    override = os.environ.get("CTXSENT_CPU_BF16")
-    if override is not None:
-        if override not in ("0", "1"):
-            raise ValueError(f"CTXSENT_CPU_BF16 must be 0 or 1, got {override!r}")
-        return override == "1"
+    """Whether the CPU has native bf16 instructions (AVX512-BF16 or AMX)."""
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
         return False
     return any(flag in flags for flag in ("avx512_bf16", "amx_bf16"))
+
+
+def cpu_wants_bf16() -> bool:
+    """What ``auto`` picks on the CPU: ``CTXSENT_CPU_BF16`` if set, else the detection."""
+    override = os.environ.get("CTXSENT_CPU_BF16")
+    if override is None:
+        return cpu_has_native_bf16()
+    if override not in ("0", "1"):
+        raise ValueError(f"CTXSENT_CPU_BF16 must be 0 or 1, got {override!r}")
+    return override == "1"
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
@@ -48,7 +53,7 @@ def resolve_precision(precision: str, device: torch.device) -> str:
         return precision
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "bf16" if cpu_has_native_bf16() else "fp32"
+    return "bf16" if cpu_wants_bf16() else "fp32"
 
 
 def autocast_context(device: torch.device, precision: str):
