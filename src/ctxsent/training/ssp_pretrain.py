@@ -170,7 +170,9 @@ def _presets() -> dict[str, SspPretrainConfig]:
         )
         # measured per step of 32 x 128 tokens, one thread, vocabulary 8000: 2.0-2.2 s in fp32,
         # about 1.1 s in bf16 on an AVX512-BF16 EPYC with another job on the box, so 2,000
-        # steps is about 35-75 minutes (BENCHMARKS.md, "ELECTRA variant")
+        # steps is about 35-75 minutes (BENCHMARKS.md, "ELECTRA variant"). At this budget the
+        # from-scratch model stays on its unigram plateau: it checks the pipeline, it does not
+        # give a useful ranker (BENCHMARKS.md, "ELECTRA variant end to end")
         presets[f"ssp-{objective}-electra-cpu"] = SspPretrainConfig(
             objective=objective,
             electra=ELECTRA_CPU,
