@@ -140,11 +140,14 @@ def main() -> None:
     names = [*baselines, *(job.key for job in pretrainings)]
     # Seed-major order, so a run stopped early has every row for its first seeds; within a
     # seed the pairwise baseline goes last (the cheapest run, and not what the claim is about).
-    queue = [(name, seed) for seed in args.seeds for name in sorted(names, key="pairwise".__eq__)]
-    skip = set(args.skip)
-    if unknown := skip - {f"{name}:{seed}" for name, seed in queue}:
+    queue = {
+        f"{name}:{seed}": (name, seed)
+        for seed in args.seeds
+        for name in sorted(names, key="pairwise".__eq__)
+    }
+    if unknown := set(args.skip) - queue.keys():
         parser.error(f"--skip {' '.join(sorted(unknown))}: not a ROW:SEED of this run")
-    queue = [(name, seed) for name, seed in queue if f"{name}:{seed}" not in skip]
+    queue = [run for label, run in queue.items() if label not in args.skip]
     args.out.mkdir(parents=True, exist_ok=True)
     for objective in dict.fromkeys(args.objectives + args.controls):  # before two runs race
         pretrain_data(objective, args)
