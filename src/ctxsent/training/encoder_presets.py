@@ -12,11 +12,15 @@ Both papers train on BookCorpus (74M sentences): RNN-CNN small 20 h, large 34 h 
 GPU (Table 4). The paper presets therefore need 300-d vectors (``--word-vectors
 glove.840B.300d.txt``).
 
-Each paper preset has a ``-cpu`` variant for this machine: 50-d GloVe 6B, narrower
-layers (RNN-CNN: GRU 2x128, decoder 128-256-50; AAE: d_h=128, d_f=256, 4 heads,
-dropout 0.1 since such narrow models underfit with 0.5), batches of 64, a 10k-word
-vocabulary (the softmax dominates a CPU step), the first
-200k corpus sentences, and a 10-minute budget instead of one epoch (``--max-minutes``).
+Each paper preset is its family's base settings (RNN-CNN small, or the Mean-Max AAE) plus
+the overrides that distinguish it. Its ``-cpu`` variant follows one rule: the family's
+base settings, then the family's CPU settings, then the preset's own distinguishing
+overrides, where a width among them (:data:`_WIDTHS`) is scaled by the factor the CPU
+settings scale that width of the base (RNN-CNN large: GRU 1200 x 128/300 = 512). The CPU
+settings: 50-d GloVe 6B, narrower layers (RNN-CNN: GRU 2x128, decoder 128-256-50; AAE:
+d_h=128, d_f=256, 4 heads, dropout 0.1 since such narrow models underfit with 0.5),
+batches of 64, a 10k-word vocabulary (the softmax dominates a CPU step), the first 200k
+corpus sentences, and a 10-minute budget instead of one epoch (``--max-minutes``).
 """
 
 from __future__ import annotations
@@ -100,17 +104,23 @@ _AAE_CPU = {
     "epochs": 1000,
     "checkpoint_every": 200,
 }
-_PAPER_PRESETS: dict[str, dict] = {
-    "rnn-cnn-small": {},
-    "rnn-cnn-large": {"hidden_size": 1200},
-    "rnn-cnn-maxonly": {"pooling": "max"},
-    "rnn-cnn-cnn-encoder": {"encoder": "cnn", "pooling": "max"},
-    "rnn-cnn-next-sentence": {"target": "sentence"},
-    "rnn-cnn-target10": {"target_length": 10},
-    "rnn-cnn-target50": {"target_length": 50},
-    "rnn-cnn-rnn-all": {"decoder": "rnn-all"},
+_RNN_CNN: dict = {}  # PretrainConfig's defaults are RNN-CNN small
+_FAMILIES: dict[str, tuple[dict, dict]] = {  # family -> (base settings, CPU settings)
+    "rnn-cnn": (_RNN_CNN, _RNN_CNN_CPU),
+    "mean-max-aae": (_AAE, _AAE_CPU),
+}
+_WIDTHS = ("hidden_size", "ffn_size", "decoder_dims")
+_DISTINGUISHING: dict[str, tuple[str, dict]] = {  # preset -> (family, its own overrides)
+    "rnn-cnn-small": ("rnn-cnn", {}),
+    "rnn-cnn-large": ("rnn-cnn", {"hidden_size": 1200}),
+    "rnn-cnn-maxonly": ("rnn-cnn", {"pooling": "max"}),
+    "rnn-cnn-cnn-encoder": ("rnn-cnn", {"encoder": "cnn", "pooling": "max"}),
+    "rnn-cnn-next-sentence": ("rnn-cnn", {"target": "sentence"}),
+    "rnn-cnn-target10": ("rnn-cnn", {"target_length": 10}),
+    "rnn-cnn-target50": ("rnn-cnn", {"target_length": 50}),
+    "rnn-cnn-rnn-all": ("rnn-cnn", {"decoder": "rnn-all"}),
     **{
-        f"rnn-cnn-ar-{kind}-{short}": {"decoder": f"{kind}-ar", "input_mode": mode}
+        f"rnn-cnn-ar-{kind}-{short}": ("rnn-cnn", {"decoder": f"{kind}-ar", "input_mode": mode})
         for kind in ("rnn", "cnn")
         for short, mode in (
             ("tf", "teacher-forcing"),
@@ -118,22 +128,36 @@ _PAPER_PRESETS: dict[str, dict] = {
             ("us", "uniform-sampling"),
         )
     },
-    "mean-max-aae": _AAE,
-    "mean-aae": {**_AAE, "pooling": "mean"},
-    "max-aae": {**_AAE, "pooling": "max"},
-    "mean-max-rae": {**_AAE, "architecture": "lstm"},
-    "mean-rae": {**_AAE, "architecture": "lstm", "pooling": "mean"},
-    "max-rae": {**_AAE, "architecture": "lstm", "pooling": "max"},
+    "mean-max-aae": ("mean-max-aae", {}),
+    "mean-aae": ("mean-max-aae", {"pooling": "mean"}),
+    "max-aae": ("mean-max-aae", {"pooling": "max"}),
+    "mean-max-rae": ("mean-max-aae", {"architecture": "lstm"}),
+    "mean-rae": ("mean-max-aae", {"architecture": "lstm", "pooling": "mean"}),
+    "max-rae": ("mean-max-aae", {"architecture": "lstm", "pooling": "max"}),
 }
+
+
+def _scaled_width(key: str, paper_value: int | tuple, base: dict, cpu: dict) -> int | tuple:
+    """``paper_value`` of width ``key`` times the factor ``cpu`` scales the base's width."""
+    default = getattr(PretrainConfig(), key)
+    base_value, cpu_value = base.get(key, default), cpu.get(key, default)
+    if isinstance(paper_value, tuple):
+        return tuple(
+            round(v * c / b) for v, b, c in zip(paper_value, base_value, cpu_value, strict=True)
+        )
+    return round(paper_value * cpu_value / base_value)
+
+
+def _cpu_settings(family: str, own: dict) -> dict:
+    """The one rule of the ``-cpu`` variants (module docstring)."""
+    base, cpu = _FAMILIES[family]
+    scaled = {k: _scaled_width(k, v, base, cpu) if k in _WIDTHS else v for k, v in own.items()}
+    return {**base, **cpu, **scaled}
+
+
 PRESETS: dict[str, dict] = {
-    **_PAPER_PRESETS,
-    **{
-        f"{name}-cpu": {
-            **overrides,
-            **(_AAE_CPU if overrides.get("model") == "mean-max-aae" else _RNN_CNN_CPU),
-        }
-        for name, overrides in _PAPER_PRESETS.items()
-    },
+    **{name: {**_FAMILIES[family][0], **own} for name, (family, own) in _DISTINGUISHING.items()},
+    **{f"{name}-cpu": _cpu_settings(*spec) for name, spec in _DISTINGUISHING.items()},
 }
 
 
