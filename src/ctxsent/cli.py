@@ -175,8 +175,8 @@ def finetune_as2_command(
     train_clean: Annotated[
         bool,
         typer.Option(
-            help="train on questions with both labels (WikiQA: 873 of 2,118, as in the "
-            "Cascade paper, Table 1)"
+            help="train on questions with both labels (WikiQA: 857 of 2,118 / 8,651 pairs; the "
+            "Cascade paper's Table 1 counts the 873 with a correct answer)"
         ),
     ] = True,
     dev_clean: Annotated[bool, typer.Option(help="select on the clean dev set")] = True,

@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+import typer
 
+from ctxsent import cli
 from ctxsent.tasks.as2_load import load_as2
 from ctxsent.tasks.as2_records import clean, group_by_question
 from ctxsent.tasks.squad_as2 import build_squad_as2, read_squad_articles, split_articles
@@ -21,7 +23,11 @@ def counts(records) -> tuple[int, int, int]:
 
 @pytest.mark.parametrize(
     ("split", "raw", "cleaned"),
-    [("test", (633, 6165, 293), (237, 2341)), ("dev", (296, 2733, 140), (122, 1126))],
+    [
+        ("train", (2118, 20360, 1040), (857, 8651)),
+        ("dev", (296, 2733, 140), (122, 1126)),
+        ("test", (633, 6165, 293), (237, 2341)),
+    ],
 )
 def test_wikiqa_counts_and_clean_setting(shared_data: Path, split, raw, cleaned) -> None:
     records = load_as2(f"wikiqa:{shared_data / 'wikiqa'}", split)
@@ -29,6 +35,16 @@ def test_wikiqa_counts_and_clean_setting(shared_data: Path, split, raw, cleaned)
     assert counts(clean(records))[:2] == cleaned
     first = records[1]  # the second sentence of the first question has both neighbours
     assert first.previous == records[0].candidate and first.next == records[2].candidate
+
+
+def test_finetune_help_quotes_the_clean_wikiqa_train_counts(shared_data: Path) -> None:
+    """857 questions / 8,651 pairs keep both labels; the Cascade paper's 873 (Table 1) are
+    the questions with at least one correct answer, some of which have no negative."""
+    train = clean(load_as2(f"wikiqa:{shared_data / 'wikiqa'}", "train"))
+    questions, pairs, _ = counts(train)
+    command = typer.main.get_command(cli.app).commands["finetune"].commands["as2"]
+    (option,) = [p for p in command.params if p.name == "train_clean"]
+    assert f"{questions} of 2,118" in option.help and f"{pairs:,} pairs" in option.help
 
 
 @pytest.mark.parametrize(
