@@ -87,3 +87,25 @@ def test_reconstruction_trains_and_keeps_embeddings_frozen(corpus, architecture)
         optimizer.step()
     assert objective(batch).item() < 0.6 * first
     assert torch.equal(objective.encoder.embedding.weight, frozen)
+
+
+def test_self_attention_outputs_are_layer_normalised(corpus):
+    """Each attention sub-layer ends in layer norm (the authors' released model), so the
+    scale of the self-attention output reaches neither the views nor the logits."""
+    vocabulary, tokenized = corpus
+    objective = ReconstructionObjective(make_encoder(vocabulary, dropout=0.0)).eval()
+    batch = collate_reconstruction([SentenceDataset(tokenized)[i] for i in range(3)])
+    encoder, decoder = objective.encoder, objective.decoder
+
+    def outputs():
+        views = encoder.views(batch["input_ids"], batch["input_mask"])
+        return views, decoder(views, batch["decoder_inputs"], encoder.embedding)
+
+    with torch.no_grad():
+        views, logits = outputs()
+        for attention in (encoder.attention, decoder.self_attention):
+            attention.output.weight.mul_(10.0)
+            attention.output.bias.mul_(10.0)
+        scaled_views, scaled_logits = outputs()
+    assert torch.allclose(scaled_views, views, atol=1e-4)
+    assert torch.allclose(scaled_logits, logits, atol=1e-4)

@@ -2,15 +2,24 @@
 
 Encoder (section 3.3, eqs. 8-11): frozen word vectors plus sinusoidal positional
 encodings (eqs. 1-2), multi-head self-attention *without* a residual connection (so the
-width can grow from ``d_e`` to ``d_h``), then a ReLU feed-forward sub-layer with a
-residual connection and layer norm. The representation (section 3.4, eqs. 12-14) is
-``[mean_t h_t; max_t h_t]``; ``pooling="mean"`` / ``"max"`` give the mean AAE / max AAE
-of Table 3.
+width can grow from ``d_e`` to ``d_h``) followed by layer norm, then a ReLU feed-forward
+sub-layer with a residual connection and layer norm. The representation (section 3.4,
+eqs. 12-14) is ``[mean_t h_t; max_t h_t]``; ``pooling="mean"`` / ``"max"`` give the mean
+AAE / max AAE of Table 3.
 
-Decoder (section 3.5, eqs. 15-22): masked multi-head self-attention (no residual), a
-multi-head attention over the pooled views ``{mean, max}`` with a residual connection and
-layer norm, a feed-forward sub-layer with residual and layer norm, and a softmax over the
-vocabulary reconstructing the input sentence followed by ``</s>``.
+Decoder (section 3.5, eqs. 15-22): masked multi-head self-attention (no residual) followed
+by layer norm, a multi-head attention over the pooled views ``{mean, max}`` with a
+residual connection and layer norm, a feed-forward sub-layer with residual and layer
+norm, and a softmax over the vocabulary reconstructing the input sentence followed by
+``</s>``.
+
+Every sub-layer ends in layer norm, with or without a residual connection: our copy of
+the paper lost eqs. 8-20, and the authors' released model (github.com/Zminghua/
+SentEncoding, ``modules.py``: ``multihead_attention`` and ``feedforward`` both end in
+``normalize``) normalises each attention output. Without it the self-attention output
+reaches the pooled views at whatever scale training drifts to. Their attention also puts
+a ReLU on the query/key/value projections and has no output projection; we keep the
+linear projections and output matrix of eqs. 3-7.
 
 ``architecture="lstm"`` is the mean-max RAE of section 4.4: a BiLSTM encoder (``d_h/2``
 per direction, so the views have the AAE's width) and an LSTM decoder whose outputs
@@ -125,6 +134,7 @@ class MeanMaxAaeEncoder(WordLevelEncoder):
                 config.heads,
                 config.dropout,
             )
+            self.attention_norm = nn.LayerNorm(config.hidden_size)
             self.ffn = feed_forward(config.hidden_size, config.ffn_size)
             self.norm = nn.LayerNorm(config.hidden_size)
         elif config.architecture == "lstm":
@@ -151,7 +161,8 @@ class MeanMaxAaeEncoder(WordLevelEncoder):
             states, _ = pad_packed_sequence(states, batch_first=True, total_length=ids.shape[1])
             return self.drop(states)
         inputs = embedded + positional_encoding(ids.shape[1], embedded.shape[2], ids.device)
-        attended = self.drop(self.attention(inputs, inputs, key_mask=mask))  # eq. 8, no residual
+        attended = self.attention(inputs, inputs, key_mask=mask)
+        attended = self.attention_norm(self.drop(attended))  # eq. 8, no residual
         return self.norm(attended + self.drop(self.ffn(attended)))  # eqs. 9-11
 
     def views(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -172,6 +183,7 @@ class MeanMaxDecoder(nn.Module):
         self.drop = nn.Dropout(config.dropout)
         if config.architecture == "attention":
             self.self_attention = MultiHeadAttention(d_e, d_e, d_h, config.heads, config.dropout)
+            self.self_attention_norm = nn.LayerNorm(d_h)
             self.ffn = feed_forward(d_h, config.ffn_size)
             self.ffn_norm = nn.LayerNorm(d_h)
         else:
@@ -192,7 +204,8 @@ class MeanMaxDecoder(nn.Module):
             embedded = embedded + positional_encoding(
                 inputs.shape[1], embedded.shape[2], inputs.device
             )
-            hidden = self.drop(self.self_attention(embedded, embedded, causal=True))  # eq. 15-16
+            attended = self.self_attention(embedded, embedded, causal=True)
+            hidden = self.self_attention_norm(self.drop(attended))  # eqs. 15-16, no residual
         hidden = self.view_norm(hidden + self.drop(self.view_attention(hidden, views)))  # eq. 17-18
         if self.architecture == "attention":
             hidden = self.ffn_norm(hidden + self.drop(self.ffn(hidden)))  # eqs. 19-20
