@@ -68,6 +68,9 @@ def test_squad_as2_on_the_real_file(shared_data: Path, tmp_path: Path) -> None:
     assert all(q.positives for q in questions)
     splits = split_articles([a.title for a in articles], seed=0)
     assert {k: len(v) for k, v in splits.items()} == {"train": 34, "dev": 7, "test": 7}
+    by_title = {a.title: a for a in articles}
+    questions_per_split = {k: sum(len(by_title[t].questions) for t in v) for k, v in splits.items()}
+    assert questions_per_split == {"train": 8170, "dev": 1258, "test": 1142}
 
     # The full build writes 1.8 GB; build the three smallest articles end to end instead.
     with gzip.open(source, "rt", encoding="utf-8") as handle:
@@ -76,7 +79,6 @@ def test_squad_as2_on_the_real_file(shared_data: Path, tmp_path: Path) -> None:
     subset = tmp_path / "subset.json"
     subset.write_text(json.dumps(data))
     summary = build_squad_as2(subset, tmp_path / "out")
-    by_title = {a.title: a for a in articles}
     for split, stats in summary["splits"].items():
         (title,) = split_articles([a["title"] for a in data["data"]])[split]
         article = by_title[title]

@@ -10,11 +10,20 @@ from typer.testing import CliRunner
 
 from ctxsent.errors import InputError
 from ctxsent.tasks.as2_load import load_as2
+from ctxsent.tasks.as2_records import group_by_question
 from ctxsent.tasks.cli import app
-from ctxsent.tasks.squad_as2 import read_squad_articles, split_articles
+from ctxsent.tasks.squad_as2 import build_squad_as2, read_squad_articles, split_articles
 
 P1 = "Alpha is first. The Trinity-St. Paul's Church is old. Gamma ends."
 P2 = "Delta opens the next paragraph. Alpha is mentioned again."
+SENTENCES = [
+    "Alpha is first.",
+    "The Trinity-St.",  # nupunkt splits after "St."; the answer crosses the boundary
+    "Paul's Church is old.",
+    "Gamma ends.",
+    "Delta opens the next paragraph.",
+    "Alpha is mentioned again.",
+]
 
 
 def qa(qid: str, question: str, context: str, *answers: str) -> dict:
@@ -35,14 +44,7 @@ def squad(titles: list[str]) -> dict:
 
 def test_answer_offsets_mark_sentences_and_context_crosses_paragraphs(write_file) -> None:
     (article,) = read_squad_articles(write_file("s.json", json.dumps(squad(["Some_Title"]))))
-    assert article.sentences == [
-        "Alpha is first.",
-        "The Trinity-St.",  # nupunkt splits after "St."; the answer crosses the boundary
-        "Paul's Church is old.",
-        "Gamma ends.",
-        "Delta opens the next paragraph.",
-        "Alpha is mentioned again.",
-    ]
+    assert article.sentences == SENTENCES
     records = list(article.records())
     assert len(records) == 2 * 6  # every question against every sentence of the article
     church, first = records[:6], records[6:]
@@ -85,6 +87,36 @@ def test_split_by_article_is_deterministic_and_disjoint() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("articles", "sizes"),
+    [(3, (1, 1, 1)), (8, (4, 2, 2)), (10, (4, 3, 3)), (20, (14, 3, 3)), (48, (34, 7, 7))],
+)
+def test_dev_and_test_hold_several_articles_when_there_are_enough(articles, sizes) -> None:
+    titles = [f"Article_{i}" for i in range(articles)]
+    splits = split_articles(titles, seed=3)
+    assert tuple(len(splits[s]) for s in ("train", "dev", "test")) == sizes
+    assert sorted(sum(splits.values(), [])) == sorted(titles)
+
+
+def test_split_files_list_questions_round_robin_over_articles(write_file, tmp_path) -> None:
+    """The first N dev questions (``--dev-questions N``) span the split's articles."""
+    data = squad([f"Article_{i}" for i in range(10)])
+    for article in data["data"]:  # a third question per article, in its second paragraph
+        article["paragraphs"][1]["qas"].append(qa(article["title"] + "-3", "Who?", P2, "Delta"))
+    build_squad_as2(write_file("squad.json", json.dumps(data)), tmp_path / "out")
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    for split in ("dev", "test"):
+        titles = summary["splits"][split]["titles"]
+        records = load_as2(f"squad-as2:{tmp_path / 'out'}", split)
+        questions = list(group_by_question(records).values())
+        assert [group[0].document_id for group in questions[: len(titles)]] == titles
+        assert [group[0].question_id for group in questions[: 2 * len(titles)]] == [
+            f"{title}-{k}" for k in (1, 2) for title in titles
+        ]
+        # each question's candidates stay together, in article order
+        assert all([r.candidate for r in group] == SENTENCES for group in questions)
+
+
 def test_cli_writes_splits_and_summary_atomically(write_file, tmp_path: Path) -> None:
     titles = [f"Article_{i}" for i in range(10)]
     source = write_file("squad.json.gz", json.dumps(squad(titles)))
@@ -100,9 +132,9 @@ def test_cli_writes_splits_and_summary_atomically(write_file, tmp_path: Path) ->
         "train.jsonl",
     ]
     assert {s: summary["splits"][s]["articles"] for s in ("train", "dev", "test")} == {
-        "train": 6,
-        "dev": 2,
-        "test": 2,
+        "train": 4,
+        "dev": 3,
+        "test": 3,
     }
     for split, counts in summary["splits"].items():
         records = load_as2(f"squad-as2:{out}", split)

@@ -15,9 +15,16 @@ elsewhere stays negative). Choices the paper leaves open:
   paragraph boundaries, so only an article's first and last sentences lack one; the paper
   "always provides the previous and the next sentence" in fine-tuning (appendix D).
 * Splits are by article, so no article's sentences appear in two splits: articles are
-  ordered by SHA-256 of ``"<seed>:<title>"`` and cut at :data:`SPLIT_FRACTIONS` (rounded;
-  dev and test get at least one article each when there are three or more). With seed 0
-  the v1.1 dev file gives 34 / 7 / 7 articles.
+  ordered by SHA-256 of ``"<seed>:<title>"`` and cut at :data:`SPLIT_FRACTIONS`. Dev and
+  test each get ``round(share × articles)`` articles, but at least
+  :data:`MIN_EVAL_ARTICLES` while that leaves train a third of them or more (with fewer
+  than 9 articles, ``articles // 3`` each); train gets the rest. ``summary.json`` lists
+  each split's article titles. With seed 0 the v1.1 dev file gives 34 / 7 / 7 articles
+  (8,170 / 1,258 / 1,142 questions).
+* Each split file lists its questions round-robin over the split's articles (the first
+  question of every article, then the second, …; a question's candidates stay together in
+  article order), so the first N questions of dev or test (``--dev-questions N``) span
+  min(N, articles) topics instead of one article's.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 
 from ctxsent.errors import InputError
@@ -37,6 +45,7 @@ from ctxsent.text import sentence_spans
 
 SPLITS = ("train", "dev", "test")
 SPLIT_FRACTIONS = (0.70, 0.15, 0.15)
+MIN_EVAL_ARTICLES = 3
 
 
 @dataclass(frozen=True)
@@ -55,21 +64,25 @@ class SquadArticle:
     questions: list[SquadQuestion]
 
     def records(self) -> Iterator[As2Record]:
-        """One record per (question, sentence) pair, sentences in article order."""
+        """One record per (question, sentence) pair, questions in file order."""
+        for question in self.questions:
+            yield from self.question_records(question)
+
+    def question_records(self, question: SquadQuestion) -> Iterator[As2Record]:
+        """``question`` paired with every sentence of the article, in article order."""
         title = self.title.replace("_", " ")
         sentences = self.sentences
-        for q in self.questions:
-            for i, sentence in enumerate(sentences):
-                yield As2Record(
-                    question_id=q.question_id,
-                    question=q.question,
-                    candidate=sentence,
-                    label=int(i in q.positives),
-                    previous=sentences[i - 1] if i > 0 else "",
-                    next=sentences[i + 1] if i + 1 < len(sentences) else "",
-                    document_id=self.title,
-                    document_title=title,
-                )
+        for i, sentence in enumerate(sentences):
+            yield As2Record(
+                question_id=question.question_id,
+                question=question.question,
+                candidate=sentence,
+                label=int(i in question.positives),
+                previous=sentences[i - 1] if i > 0 else "",
+                next=sentences[i + 1] if i + 1 < len(sentences) else "",
+                document_id=self.title,
+                document_title=title,
+            )
 
 
 def read_squad_articles(path: str | Path) -> list[SquadArticle]:
@@ -95,9 +108,8 @@ def split_articles(
     """Assign article titles to train/dev/test deterministically (see the module docstring)."""
     ordered = sorted(titles, key=lambda t: hashlib.sha256(f"{seed}:{t}".encode()).hexdigest())
     n = len(ordered)
-    n_dev, n_test = (round(n * fraction) for fraction in fractions[1:])
-    if n >= 3:
-        n_dev, n_test = max(n_dev, 1), max(n_test, 1)
+    floor = min(MIN_EVAL_ARTICLES, n // 3)
+    n_dev, n_test = (max(round(n * fraction), floor) for fraction in fractions[1:])
     n_train = n - n_dev - n_test
     return {
         "train": ordered[:n_train],
@@ -127,15 +139,20 @@ def build_squad_as2(squad_path: str | Path, out_dir: str | Path, seed: int = 0) 
         staged.mkdir()
         for split, titles in splits.items():
             chosen = [by_title[title] for title in titles]
-            write_as2_jsonl(
-                (record for article in chosen for record in article.records()),
-                staged / f"{split}.jsonl",
-            )
+            write_as2_jsonl(_round_robin_records(chosen), staged / f"{split}.jsonl")
             summary["splits"][split] = _split_summary(chosen)
         with atomic_write(staged / "summary.json") as handle:
             json.dump(summary, handle, indent=2)
             handle.write("\n")
     return summary
+
+
+def _round_robin_records(articles: list[SquadArticle]) -> Iterator[As2Record]:
+    """The records of every question, taking one question from each article in turn."""
+    queues = [[(article, question) for question in article.questions] for article in articles]
+    for turn in zip_longest(*queues):
+        for article, question in filter(None, turn):
+            yield from article.question_records(question)
 
 
 def _article(path: str | Path, article: dict) -> SquadArticle:
@@ -187,6 +204,7 @@ def _split_summary(articles: list[SquadArticle]) -> dict:
     positives = [len(q.positives) for a in articles for q in a.questions]
     return {
         "articles": len(articles),
+        "titles": [article.title for article in articles],
         "questions": len(candidates),
         "pairs": sum(candidates),
         "positives": sum(positives),
