@@ -9,8 +9,15 @@ import numpy as np
 from ctxsent.tasks.as2_records import As2Record
 
 
-def make_tiny_bert(folder: Path, type_vocab_size: int = 2, layers: int = 2) -> Path:
-    """Save a randomly initialised BERT (hidden 32, 2 layers) with MiniLM's WordPiece tokenizer."""
+def make_tiny_bert(
+    folder: Path, type_vocab_size: int = 2, layers: int = 2, seed: int = 0
+) -> Path:
+    """Save a random BERT (hidden 32, 2 layers) with MiniLM's WordPiece tokenizer.
+
+    The weights depend on ``seed`` only (the global RNG is left untouched), so a test sees
+    the same backbone whichever tests ran before it.
+    """
+    import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
     from ctxsent.models.backbones import resolve_backbone
@@ -24,7 +31,9 @@ def make_tiny_bert(folder: Path, type_vocab_size: int = 2, layers: int = 2) -> P
         max_position_embeddings=256,
         type_vocab_size=type_vocab_size,
     )
-    BertModel(config).save_pretrained(folder)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        BertModel(config).save_pretrained(folder)
     AutoTokenizer.from_pretrained(resolve_backbone("minilm")).save_pretrained(folder)
     return folder
 

@@ -54,7 +54,8 @@ def test_eval_as2_against_a_second_model_reports_paired_differences(as2_file, ti
     assert against["difference"]["p@1"] == {
         "mean": 0.0, "low": 0.0, "high": 0.0, "level": 0.95, "questions": 2
     }  # fmt: skip
-    # 12 questions that BM25 answers perfectly, against a random tiny cross-encoder
+    # 12 questions that BM25 answers perfectly, against a cross-encoder with a zeroed head:
+    # every pair scores the same, so pessimistic ties put each positive last (P@1 = 0)
     import torch
 
     from ctxsent.models.cross_encoder import CrossEncoderRanker
@@ -80,18 +81,22 @@ def test_eval_as2_against_a_second_model_reports_paired_differences(as2_file, ti
     ]
     many = tmp_path / "many.jsonl"
     write_as2_jsonl(records, many)
-    torch.manual_seed(0)
-    random_model = tmp_path / "random"
-    CrossEncoderRanker.from_backbone(str(tiny_bert)).save_pretrained(random_model)
-    random_vs_bm25 = run_cli(
-        "eval", "as2", "--model", str(random_model), "--data", f"jsonl:{many}",
+    constant = CrossEncoderRanker.from_backbone(str(tiny_bert))
+    head = constant.model.classifier
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.zero_()
+    constant_model = tmp_path / "constant"
+    constant.save_pretrained(constant_model)
+    constant_vs_bm25 = run_cli(
+        "eval", "as2", "--model", str(constant_model), "--data", f"jsonl:{many}",
         "--against", "bm25",
     )  # fmt: skip
-    report = json.loads(random_vs_bm25.stdout)
+    report = json.loads(constant_vs_bm25.stdout)
     difference = report["against"]["difference"]["p@1"]
-    assert report["against"]["p@1"] == 1.0 and report["p@1"] < 1.0
-    assert difference["mean"] == pytest.approx(report["p@1"] - 1.0, abs=5e-5)  # 4 digits
-    assert difference["low"] <= difference["mean"] < 0
+    assert report["against"]["p@1"] == 1.0 and report["p@1"] == 0.0
+    assert difference["mean"] == -1.0
+    assert difference["low"] == difference["high"] == -1.0
     bad = run_cli(
         "eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}", "--against", "/nowhere"
     )  # fmt: skip

@@ -115,7 +115,20 @@ def test_init_from_a_bert_folder_copies_weights_and_positions(tiny_bert):
     torch.testing.assert_close(new[:3], old[0].expand(3, -1))  # specials: [CLS] position
     torch.testing.assert_close(new[3 : 3 + 255], old[1:256])  # word p: backbone p + 1
     cls = words[model.tokenizer.cls_token_id]
-    torch.testing.assert_close(model.special.data, cls.expand(3, -1))
+    torch.testing.assert_close(model.special.data[0], cls)  # N = 1 starts as the backbone
+    perturbation = model.special.data[1:] - cls
+    assert 0.005 < perturbation.std() < 0.05  # each further token: [CLS] + its own N(0, 0.02)
+
+
+def test_special_tokens_from_a_bert_folder_give_distinct_sentence_embeddings(tiny_bert):
+    config = CrossThoughtConfig(backbone=str(tiny_bert), num_special=3, dropout=0.0)
+    model = CrossThoughtModel.build(config, seed=1)
+    states = model.encode_special(["the keeper lit the lamp.", "a storm came."])  # (2, 3, d)
+    for first, second in [(0, 1), (0, 2), (1, 2)]:
+        gap = (states[:, first] - states[:, second]).abs().amax(dim=-1)
+        assert (gap > 1e-2).all(), (first, second, gap)
+    again = CrossThoughtModel.build(config, seed=1)
+    torch.testing.assert_close(again.special, model.special, rtol=0, atol=0)  # seeded
 
 
 def test_ranker_caches_candidates_and_scores_per_question(model):

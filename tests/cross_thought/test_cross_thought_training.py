@@ -128,4 +128,6 @@ def test_minilm_initialised_cross_thought_encodes():
     vectors = model.encode(["The lighthouse is on the island.", "Paris is in France."])
     assert vectors.shape == (2, 2 * 384) and np.isfinite(vectors).all()
     cls = model.bert.embeddings.word_embeddings.weight[model.tokenizer.cls_token_id]
-    torch.testing.assert_close(model.special.data[1], cls)
+    torch.testing.assert_close(model.special.data[0], cls)
+    halves = vectors.reshape(2, 2, 384)
+    assert (np.abs(halves[:, 0] - halves[:, 1]).max(axis=-1) > 1e-2).all()  # distinct starts

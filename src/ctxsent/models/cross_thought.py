@@ -17,8 +17,13 @@ start at offset 0, so inputs of up to 565 tokens can be encoded.
 Choices the paper leaves open (documented here, used everywhere):
 
 * No ``[CLS]``/``[SEP]``: the ``N`` special embeddings take their place.
-* Initialisation from a BERT-style folder (MiniLM by default): every special token starts
-  from the ``[CLS]`` word embedding; special positions copy the backbone's position 0 and
+* Initialisation from a BERT-style folder (MiniLM by default): special token 0 starts as
+  the ``[CLS]`` word embedding, and every further special token ``n`` as ``[CLS]`` plus its
+  own N(0, 0.02) draw (seeded by ``build``), so the ``N`` sentence embeddings differ from
+  the first step and the N = 1/3/5 ablation compares ``N`` distinct vectors (identical
+  starts get identical gradients and never separate). The perturbation sits in the token
+  vector rather than the position table because BERT sums the two before its LayerNorm;
+  special positions copy the backbone's position 0 and
   word position ``p`` copies the backbone's position ``p + 1`` (the word after ``[CLS]``);
   rows beyond the backbone's table (MiniLM has 512) are drawn from N(0, 0.02) like a fresh
   BERT. ``pretrained=False`` builds the same architecture randomly initialised.
@@ -240,7 +245,9 @@ class CrossThoughtModel(nn.Module):
         table[n : n + copied] = old_positions[1 : 1 + copied]
         cls_id = self.tokenizer.cls_token_id
         if cls_id is not None:
-            self.special.data[:] = self.bert.embeddings.word_embeddings.weight.data[cls_id]
+            # the fresh N(0, 0.02) draw of ``build`` becomes each token's own perturbation
+            self.special.data[0] = 0.0
+            self.special.data += self.bert.embeddings.word_embeddings.weight.data[cls_id]
 
     # ---- Eq. 1-7 -------------------------------------------------------------------------
     @property
