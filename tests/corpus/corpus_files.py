@@ -5,6 +5,10 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import typer
+
+from ctxsent.corpus.cli import app
+
 
 def write(path: Path, text: str, *, encoding: str = "utf-8", newline: str = "\n") -> Path:
     """Write ``text`` with ``newline`` line ends, gzipped when ``path`` ends in .gz."""
@@ -13,3 +17,10 @@ def write(path: Path, text: str, *, encoding: str = "utf-8", newline: str = "\n"
         data = gzip.compress(data)
     path.write_bytes(data)
     return path
+
+
+def corpus_cli() -> typer.Typer:
+    """An app with ``corpus`` mounted as in ``ctxsent``, for CliRunner."""
+    root = typer.Typer()
+    root.add_typer(app, name="corpus")
+    return root

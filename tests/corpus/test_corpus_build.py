@@ -1,12 +1,10 @@
 import json
 
 import pytest
-import typer
-from corpus_files import write
+from corpus_files import corpus_cli, write
 from typer.testing import CliRunner
 
 from ctxsent.corpus import CorpusFilter, Document, build_corpus, load_corpus
-from ctxsent.corpus.cli import app
 from ctxsent.corpus.readers import CorpusFormat
 from ctxsent.corpus.shards import plan_shards
 from ctxsent.errors import InputError
@@ -121,19 +119,13 @@ def test_missing_input_fails_before_work(tmp_path):
     assert not (tmp_path / "corpus").exists()
 
 
-def cli():
-    root = typer.Typer()
-    root.add_typer(app, name="corpus")
-    return root
-
-
 def test_cli_build_with_exclusions(tmp_path, inputs):
     titles = write(tmp_path / "titles.txt", "Title 1\n")
     wikitext = write(tmp_path / "wiki.test.raw", " \n = Title 2 = \n \n Text . \n")
     args = ["corpus", "build", *map(str, inputs), "--out", str(tmp_path / "corpus")]
     args += ["--exclude-titles", str(titles), "--exclude-from", f"wikitext:{wikitext}"]
     args += ["--min-sentence-chars", "0", "--num-proc", "1"]
-    result = CliRunner().invoke(cli(), args)
+    result = CliRunner().invoke(corpus_cli(), args)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["excluded_titles"] == ["Title 1", "Title 2"]
@@ -144,6 +136,8 @@ def test_cli_build_with_exclusions(tmp_path, inputs):
 
 def test_cli_bad_input_raises_input_error(tmp_path):
     bad = write(tmp_path / "docs.jsonl", "{oops\n")
-    result = CliRunner().invoke(cli(), ["corpus", "build", str(bad), "--out", str(tmp_path / "c")])
+    result = CliRunner().invoke(
+        corpus_cli(), ["corpus", "build", str(bad), "--out", str(tmp_path / "c")]
+    )
     assert isinstance(result.exception, InputError)
     assert str(result.exception).startswith(f"{bad}:1: not valid JSON")

@@ -1,8 +1,10 @@
 """Raw text -> documents -> paragraphs -> sentences, stored as Arrow datasets.
 
 ``build_corpus`` reads WikiExtractor, WikiText, plain text, JSONL or SQuAD
-files, splits paragraphs into sentences with nupunkt, applies the SSP paper's
-length filters and a title exclusion list, and saves one row per document;
+files, splits paragraphs into sentences with nupunkt, drops evaluation data (the
+built-in overlap articles by default; more by title or sentence with
+:mod:`ctxsent.corpus.exclusions`), applies the SSP paper's length filters, and
+saves one row per document;
 ``load_corpus`` opens the result.
 """
 

@@ -41,17 +41,20 @@ def build(
         list[str] | None,
         typer.Option(
             "--exclude-from",
-            help="Drop the titles of an evaluation set: wikiqa:DIR, squad:FILE or wikitext:FILE "
-            "(repeatable).",
+            help="Drop an evaluation set (repeatable): the articles, by title, of wikiqa:DIR, "
+            "selqa:DIR, squad:FILE, squad-as2:DIR or wikitext:FILE; the sentences, by "
+            "normalised text, of senteval:DATA_DIR (every SentEval/STS task found) or one "
+            "task, e.g. sts12:DATA_DIR, stsb:DATA_DIR, sick-r:DATA_DIR.",
         ),
     ] = None,
     exclude_evaluation_overlaps: Annotated[
         bool,
         typer.Option(
-            "--exclude-evaluation-overlaps",
-            help="Drop the built-in Wikipedia articles that overlap WikiText-2 and SQuAD dev.",
+            "--exclude-evaluation-overlaps/--keep-evaluation-overlaps",
+            help="Drop the built-in list of Wikipedia articles that overlap WikiText-2, SQuAD "
+            "dev, WikiQA and SelQA (the default; --exclude-evaluation-overlaps is accepted).",
         ),
-    ] = False,
+    ] = True,
     num_proc: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
     encoding: Annotated[
         str, typer.Option(help="Text encoding of the inputs, e.g. latin-1.")
@@ -62,23 +65,24 @@ def build(
 ) -> None:
     """Split documents into paragraphs and sentences, filter them, and save an Arrow corpus."""
     from ctxsent.corpus.build import build_corpus
+    from ctxsent.corpus.exclusions import exclusions_from_source
     from ctxsent.corpus.filters import CorpusFilter
-    from ctxsent.corpus.titles import (
-        EVALUATION_OVERLAP_TITLES,
-        titles_from_file,
-        titles_from_source,
-    )
+    from ctxsent.corpus.titles import EVALUATION_OVERLAP_TITLES, titles_from_file
 
     titles = list(EVALUATION_OVERLAP_TITLES) if exclude_evaluation_overlaps else []
+    sentences: list[str] = []
     for path in exclude_titles or []:
         titles += titles_from_file(path)
     for spec in exclude_from or []:
-        titles += titles_from_source(spec)
+        exclusions = exclusions_from_source(spec)
+        titles += exclusions.titles
+        sentences += exclusions.sentences
     corpus_filter = CorpusFilter(
         min_sentence_chars=min_sentence_chars,
         min_paragraph_chars=min_paragraph_chars,
         min_document_chars=min_document_chars,
         exclude_titles=frozenset(titles),
+        exclude_sentences=frozenset(sentences),
     )
     summary = build_corpus(
         inputs,
@@ -108,13 +112,19 @@ def _print_table(summary: dict, out: Path) -> None:
         f"{dropped['documents_too_short']:,} short + {dropped['documents_excluded_by_title']:,} "
         "excluded",
     )
-    for level in ("paragraphs", "sentences"):
-        table.add_row(
-            level,
-            f"{summary[level]:,}",
-            f"{summary['read'][level]:,}",
-            f"{dropped[f'{level}_too_short']:,} short",
-        )
+    table.add_row(
+        "paragraphs",
+        f"{summary['paragraphs']:,}",
+        f"{summary['read']['paragraphs']:,}",
+        f"{dropped['paragraphs_too_short']:,} short",
+    )
+    table.add_row(
+        "sentences",
+        f"{summary['sentences']:,}",
+        f"{summary['read']['sentences']:,}",
+        f"{dropped['sentences_too_short']:,} short + {dropped['sentences_excluded_by_text']:,} "
+        "excluded",
+    )
     table.add_row("tokens", f"{summary['tokens']:,}", f"{summary['read']['tokens']:,}", "")
     table.caption = f"tokens: {summary['token_counter']}"
     Console(stderr=True).print(table)

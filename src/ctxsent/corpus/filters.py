@@ -1,14 +1,18 @@
-"""The corpus filters: title exclusion, then the SSP paper's length filters.
+"""The corpus filters: evaluation exclusions, then the SSP paper's length filters.
 
 Defaults follow the context-aware AS2 pre-training paper (section 5): drop
 sentences shorter than 20 characters, paragraphs shorter than 60 and documents
 shorter than 200. Order, applied after sentence splitting:
 
-1. a document whose title is excluded is dropped before it is split;
-2. sentences shorter than ``min_sentence_chars`` are removed;
-3. paragraphs whose *remaining* sentences total fewer than
+1. a document whose title is excluded is dropped before it is split; by default
+   the built-in evaluation overlaps
+   (:data:`~ctxsent.corpus.titles.EVALUATION_OVERLAP_TITLES`) are;
+2. sentences equal to an excluded sentence are removed
+   (:mod:`ctxsent.corpus.exclusions`);
+3. sentences shorter than ``min_sentence_chars`` are removed;
+4. paragraphs whose *remaining* sentences total fewer than
    ``min_paragraph_chars`` characters are removed (an empty one always is);
-4. documents whose remaining paragraphs total fewer than
+5. documents whose remaining paragraphs total fewer than
    ``min_document_chars`` characters are removed.
 
 Lengths are Python string lengths (code points) of the sentences, without the
@@ -18,11 +22,12 @@ spaces between them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ctxsent.corpus.document import Document, RawDocument
+from ctxsent.corpus.exclusions import normalize_sentence, normalize_sentences
 from ctxsent.corpus.stats import CorpusStats
-from ctxsent.corpus.titles import normalize_title, normalize_titles
+from ctxsent.corpus.titles import EVALUATION_OVERLAP_TITLES, normalize_title, normalize_titles
 from ctxsent.text import split_sentences
 
 
@@ -30,20 +35,29 @@ from ctxsent.text import split_sentences
 class CorpusFilter:
     """Which documents, paragraphs and sentences make it into the corpus.
 
-    ``exclude_titles`` may be given in any spelling; it is stored normalised
-    (see :func:`~ctxsent.corpus.titles.normalize_title`).
+    ``exclude_titles`` (default: the built-in evaluation overlaps; pass an empty set to
+    keep them) and ``exclude_sentences`` may be given in any spelling; they are stored
+    normalised (:func:`~ctxsent.corpus.titles.normalize_title`,
+    :func:`~ctxsent.corpus.exclusions.normalize_sentence`).
     """
 
     min_sentence_chars: int = 20
     min_paragraph_chars: int = 60
     min_document_chars: int = 200
-    exclude_titles: frozenset[str] = field(default_factory=frozenset)
+    exclude_titles: frozenset[str] = frozenset(EVALUATION_OVERLAP_TITLES)
+    exclude_sentences: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "exclude_titles", normalize_titles(self.exclude_titles))
+        object.__setattr__(self, "exclude_sentences", normalize_sentences(self.exclude_sentences))
 
     def excludes(self, title: str) -> bool:
         return bool(self.exclude_titles) and normalize_title(title) in self.exclude_titles
+
+    def excludes_sentence(self, sentence: str) -> bool:
+        return bool(self.exclude_sentences) and (
+            normalize_sentence(sentence) in self.exclude_sentences
+        )
 
     def to_dict(self) -> dict:
         return {
@@ -51,6 +65,7 @@ class CorpusFilter:
             "min_paragraph_chars": self.min_paragraph_chars,
             "min_document_chars": self.min_document_chars,
             "excluded_title_count": len(self.exclude_titles),
+            "excluded_sentence_count": len(self.exclude_sentences),
         }
 
 
@@ -83,8 +98,10 @@ def _filter_paragraph(
     stats.paragraphs_read += 1
     stats.sentences_read += len(sentences)
     stats.tokens_read += sum(len(sentence.split()) for sentence in sentences)
-    kept = [s for s in sentences if len(s) >= corpus_filter.min_sentence_chars]
-    stats.sentences_dropped += len(sentences) - len(kept)
+    allowed = [s for s in sentences if not corpus_filter.excludes_sentence(s)]
+    stats.sentences_excluded += len(sentences) - len(allowed)
+    kept = [s for s in allowed if len(s) >= corpus_filter.min_sentence_chars]
+    stats.sentences_dropped += len(allowed) - len(kept)
     if not kept or sum(map(len, kept)) < corpus_filter.min_paragraph_chars:
         stats.paragraphs_dropped += 1
         return []

@@ -12,11 +12,12 @@ TOKEN_COUNTER = "whitespace-separated words (str.split)"
 
 @dataclass
 class CorpusStats:
-    """What was read, excluded by title, dropped by each length filter, and kept.
+    """What was read, excluded (documents by title, sentences by text), dropped by each
+    length filter, and kept.
 
     ``*_read`` counts cover the documents not excluded by title (excluded ones
-    are never split). Each ``*_dropped`` counts only what its own filter
-    removed: the paragraphs and sentences of a document dropped as too short
+    are never split). Each ``*_excluded`` or ``*_dropped`` counts only what its own
+    filter removed: the paragraphs and sentences of a document dropped as too short
     are not counted again. So ``documents_read = documents + documents_excluded
     + documents_dropped``.
     """
@@ -26,6 +27,7 @@ class CorpusStats:
     sentences_read: int = 0
     tokens_read: int = 0
     documents_excluded: int = 0
+    sentences_excluded: int = 0
     sentences_dropped: int = 0
     paragraphs_dropped: int = 0
     documents_dropped: int = 0
@@ -62,6 +64,7 @@ class CorpusStats:
             },
             "dropped": {
                 "documents_excluded_by_title": self.documents_excluded,
+                "sentences_excluded_by_text": self.sentences_excluded,
                 "sentences_too_short": self.sentences_dropped,
                 "paragraphs_too_short": self.paragraphs_dropped,
                 "documents_too_short": self.documents_dropped,

@@ -17,14 +17,15 @@ from ctxsent.corpus.readers.squad import load_squad
 from ctxsent.corpus.readers.wikitext import read_wikitext, unescape_wikitext
 from ctxsent.errors import InputError
 from ctxsent.io import read_lines
+from ctxsent.tasks.as2_readers import read_json
 
 _SPACE_AROUND_PUNCTUATION = re.compile(r"\s*([^\w\s])\s*")
 
 #: Articles of ``../shared/data/wikipedia-en-2019`` that also appear in an evaluation
-#: set there, by evaluation set: the README's lists plus six WikiText titles it
-#: missed because it compared titles exactly (``Meridian , Mississippi``), found
-#: with :func:`normalize_title`. WikiQA's overlaps are not listed by name: read
-#: them with :func:`titles_from_wikiqa`.
+#: set there, by evaluation set, found by comparing :func:`normalize_title` of the
+#: Wikipedia ``<doc title>`` with each set's titles: the README's lists plus what its
+#: exact comparison missed (six WikiText titles such as ``Meridian , Mississippi``,
+#: WikiQA's ``Han Dynasty`` and ``Global Warming``), and SelQA's ``article`` fields.
 EVALUATION_OVERLAPS: dict[str, tuple[str, ...]] = {
     "wikitext-2-valid": (
         "Air Rhodesia Flight 825",
@@ -56,10 +57,121 @@ EVALUATION_OVERLAPS: dict[str, tuple[str, ...]] = {
         "American Beauty (1999 film)",
     ),
     "squad-v1.1-dev": ("Oxygen", "Scottish Parliament"),
+    "wikiqa-train": (
+        "2010 Haiti earthquake",
+        "Apollo 11",
+        "Assassination of Robert F. Kennedy",
+        "Casey Stengel",
+        "Charlie Chaplin",
+        "Daylight saving time",
+        "Elizabeth Cady Stanton",
+        "Elk",
+        "FIFA World Cup",
+        "Great white shark",
+        "Gunfight at the O.K. Corral",
+        "HDMI",
+        "Han Dynasty",
+        "History of the board game Monopoly",
+        "Hubble Space Telescope",
+        "Hydrogen",
+        "Joan Crawford",
+        "John Adams",
+        "Lady Gaga",
+        "Magic Johnson",
+        "Malcolm X",
+        "Minnesota",
+        "Neil Armstrong",
+        "PHP",
+        "Patrick Henry College",
+        "Platypus",
+        "Raccoon",
+        "Secretariat (horse)",
+        "Snow White and the Seven Dwarfs (1937 film)",
+        "The Shawshank Redemption",
+        "Tourette syndrome",
+        "Ulysses S. Grant",
+        "Vitamin",
+        "William Howard Taft",
+    ),
+    "wikiqa-dev": (
+        "Appalachian Trail",
+        "Douglas MacArthur",
+        "Global Warming",
+        "Hajj",
+        "John Adams",
+        "Justinian I",
+        "Multiple sclerosis",
+        "Oklahoma City bombing",
+        "Pancreatic cancer",
+        "Shelton Benjamin",
+        "The Shawshank Redemption",
+        "Walter O'Malley",
+    ),
+    "wikiqa-test": (
+        "Brad Pitt",
+        "Cannon",
+        "Douglas MacArthur",
+        "Elephant",
+        "Great white shark",
+        "Guinea pig",
+        "Harmon Killebrew",
+        "Jefferson Davis",
+        "Jet stream",
+        "John Glenn",
+        "Menstrual cycle",
+        "Michigan State Capitol",
+        "Thank Me Later",
+    ),
+    "selqa-dev": (
+        "Albert Einstein",
+        "Apollo 11",
+        "Assassination of Robert F. Kennedy",
+        "Bacteria",
+        "Battle of Hastings",
+        "Battle of Red Cliffs",
+        "Glee (TV series)",
+        "Global warming",
+        "Henry Moore",
+        "Love the Way You Lie",
+        "Maple syrup",
+        "Netball",
+        "Sistine Chapel ceiling",
+        "Solar System",
+        "Switzerland",
+        "The Dark Knight Rises",
+        "The Shawshank Redemption",
+        "Toy Story",
+        "Vincent van Gogh",
+        "Yellowstone National Park",
+        "Yosemite National Park",
+    ),
+    "selqa-test": (
+        "Albert Einstein",
+        "Apollo 11",
+        "Assassination of Robert F. Kennedy",
+        "Bacteria",
+        "Battle of Hastings",
+        "Battle of Red Cliffs",
+        "Glee (TV series)",
+        "Global warming",
+        "Henry Moore",
+        "Love the Way You Lie",
+        "Maple syrup",
+        "Sistine Chapel ceiling",
+        "Solar System",
+        "Switzerland",
+        "The Dark Knight Rises",
+        "The Shawshank Redemption",
+        "Toy Story",
+        "Vincent van Gogh",
+        "Yellowstone National Park",
+        "Yosemite National Park",
+    ),
 }
 
+#: Every title of :data:`EVALUATION_OVERLAPS` once, in first-listed order.
 EVALUATION_OVERLAP_TITLES: tuple[str, ...] = tuple(
-    title for titles in EVALUATION_OVERLAPS.values() for title in titles
+    dict.fromkeys(title for titles in EVALUATION_OVERLAPS.values() for title in titles)
 )
 
 
@@ -105,9 +217,48 @@ def titles_from_wikiqa(path: str | Path) -> list[str]:
     return titles
 
 
+def titles_from_selqa(path: str | Path) -> list[str]:
+    """The ``article`` field of a SelQA JSON file, or of every ``*.json[.gz]`` under a folder."""
+    path = Path(path)
+    files = (
+        [file for file in sorted(path.rglob("*")) if file.name.endswith((".json", ".json.gz"))]
+        if path.is_dir()
+        else [path]
+    )
+    if not files:
+        raise InputError("no *.json or *.json.gz files under this folder", path=path)
+    titles: list[str] = []
+    for file in files:
+        entries = read_json(file)
+        if not isinstance(entries, list):
+            raise InputError("expected a JSON array of questions", path=file)
+        for index, entry in enumerate(entries):
+            title = entry.get("article") if isinstance(entry, dict) else None
+            if not isinstance(title, str):
+                raise InputError(f"entry {index}: expected a string", path=file, field="article")
+            titles.append(title)
+    return titles
+
+
 def titles_from_squad(path: str | Path) -> list[str]:
     """Every article title of a SQuAD JSON file."""
     return [str(article.get("title", "")) for article in load_squad(path)]
+
+
+def titles_from_squad_as2(path: str | Path) -> list[str]:
+    """The article titles of every split of a ``ctxsent data squad-as2`` folder (its summary)."""
+    summary_file = Path(path) / "summary.json"
+    if not summary_file.is_file():
+        raise InputError("no summary.json: not a `ctxsent data squad-as2` folder", path=path)
+    summary = read_json(summary_file)
+    splits = summary.get("splits") if isinstance(summary, dict) else None
+    if not splits or not all("titles" in split for split in splits.values()):
+        raise InputError(
+            "lists no article titles; rebuild it with `ctxsent data squad-as2` or use squad:FILE",
+            path=summary_file,
+            field="splits",
+        )
+    return [title for split in splits.values() for title in split["titles"]]
 
 
 def titles_from_wikitext(path: str | Path) -> list[str]:
@@ -115,16 +266,11 @@ def titles_from_wikitext(path: str | Path) -> list[str]:
     return [doc.title for doc in read_wikitext(path) if doc.title]
 
 
-_SOURCES = {
+#: The evaluation sets whose articles are excluded by title, by ``--exclude-from`` name.
+TITLE_SOURCES = {
     "wikiqa": titles_from_wikiqa,
+    "selqa": titles_from_selqa,
     "squad": titles_from_squad,
+    "squad-as2": titles_from_squad_as2,
     "wikitext": titles_from_wikitext,
 }
-
-
-def titles_from_source(spec: str) -> list[str]:
-    """Titles named by ``KIND:PATH``: ``wikiqa:DIR``, ``squad:FILE`` or ``wikitext:FILE``."""
-    kind, sep, path = spec.partition(":")
-    if not sep or kind not in _SOURCES or not path:
-        raise InputError(f"expected KIND:PATH with KIND one of {', '.join(_SOURCES)}, got {spec!r}")
-    return _SOURCES[kind](path)
