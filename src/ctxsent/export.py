@@ -1,16 +1,19 @@
 """Export models for other runtimes: sentence-transformers folders and ONNX.
 
-* :func:`export_sentence_transformer`: a :class:`~ctxsent.models.bi_encoder.BiEncoder` as a
-  sentence-transformers folder (Transformer, mean Pooling, Normalize), the layout
-  all-MiniLM-L6-v2 itself ships in; ``SentenceTransformer(folder).encode`` gives the
-  embeddings of ``BiEncoder.encode``.
+Every export is exact (its scores or embeddings are ours, up to float rounding; the tests
+check parity) or refused with an :class:`InputError` before anything is written.
+
+* :func:`export_sentence_transformer`: a :class:`~ctxsent.models.bi_encoder.BiEncoder`, or
+  a Cross-Thought encoder or ranker with one special token, as a sentence-transformers
+  folder whose ``SentenceTransformer(folder).encode`` gives the model's ``encode``.
 * :func:`export_cross_encoder`: a pairwise :class:`CrossEncoderRanker` as a
   sentence-transformers ``CrossEncoder`` folder whose ``predict`` returns our logits
-  (identity activation). Texts longer than ``max_length`` are truncated by HF's
-  longest-first rule there, by :mod:`ctxsent.models.segments` here.
-* :func:`export_onnx`: a transformer ranker's scoring network as ``model.onnx`` (dynamic
-  batch and sequence axes) with its tokenizer; :class:`OnnxRanker` scores records with
-  onnxruntime exactly as the ranker does (same segments, same truncation).
+  (identity activation). Exact for pairs that fit in ``max_length`` tokens; longer ones are
+  truncated by HF's longest-first rule there, by :mod:`ctxsent.models.segments` here.
+* :func:`export_onnx`: a cross-encoder ranker's scoring network (pairwise or contextual) as
+  ``model.onnx`` (dynamic batch and sequence axes) with its tokenizer; :class:`OnnxRanker`
+  scores records with onnxruntime exactly as the ranker does (same segments, same
+  truncation). A cascade is refused: its scores depend on per-question pruning.
 
 All folders are written atomically: a crash never leaves one that looks complete.
 """
@@ -39,17 +42,53 @@ def _write_json(path: Path, value: object) -> None:
     path.write_text(json.dumps(value, indent=2) + "\n")
 
 
+def _set_json(path: Path, **fields: object) -> None:
+    """Set top-level ``fields`` of the JSON object in ``path``."""
+    _write_json(path, {**json.loads(path.read_text()), **fields})
+
+
 def export_sentence_transformer(encoder, out: str | Path) -> Path:
-    """Write ``encoder`` (a BiEncoder) as a sentence-transformers folder at ``out``."""
+    """Write a sentence encoder as a sentence-transformers folder at ``out``.
+
+    ``SentenceTransformer(out).encode`` gives the embeddings of the encoder's own ``encode``:
+
+    * a :class:`~ctxsent.models.bi_encoder.BiEncoder`: Transformer, mean Pooling, Normalize,
+      the layout all-MiniLM-L6-v2 itself ships in;
+    * a Cross-Thought encoder or ranker with one special token: see
+      :func:`_cross_thought_as_bert` (CLS pooling, no Normalize, as ``encode`` returns ``E``).
+
+    Anything else is refused with an :class:`InputError` before anything is written.
+    """
+    from ctxsent.models.bi_encoder import BiEncoder
+    from ctxsent.models.cross_thought import CrossThoughtModel, CrossThoughtRanker
+
+    if isinstance(encoder, CrossThoughtRanker):
+        encoder = encoder.model
+    if isinstance(encoder, BiEncoder):
+        transformer, tokenizer = encoder.transformer, encoder.tokenizer
+        max_seq_length, pooling, normalize = encoder.max_length, "mean", True
+        tokenizer_class = None
+    elif isinstance(encoder, CrossThoughtModel):
+        transformer, tokenizer = _cross_thought_as_bert(encoder)
+        max_seq_length, pooling, normalize = tokenizer.model_max_length, "cls", False
+        tokenizer_class = "PreTrainedTokenizerFast"  # not transformers 5's TokenizersBackend
+    else:
+        raise InputError(
+            f"a {type(encoder).__name__} has no exact sentence-transformers equivalent; "
+            "sentence-transformers export takes a bi-encoder or a Cross-Thought model "
+            "(rankers export with --to cross-encoder or --to onnx)",
+            field="model",
+        )
     with atomic_path(out) as staged:
         staged.mkdir()
-        encoder.transformer.save_pretrained(staged, safe_serialization=True)
-        encoder.tokenizer.save_pretrained(staged)
-        modules = [
-            ("", "Transformer"),
-            ("1_Pooling", "Pooling"),
-            ("2_Normalize", "Normalize"),
-        ]
+        transformer.save_pretrained(staged, safe_serialization=True)
+        tokenizer.save_pretrained(staged)
+        if tokenizer_class:
+            _set_json(staged / "tokenizer_config.json", tokenizer_class=tokenizer_class)
+        modules = [("", "Transformer"), ("1_Pooling", "Pooling")]
+        if normalize:
+            modules.append(("2_Normalize", "Normalize"))
+            (staged / "2_Normalize").mkdir()
         _write_json(
             staged / "modules.json",
             [
@@ -64,22 +103,77 @@ def export_sentence_transformer(encoder, out: str | Path) -> Path:
         )
         _write_json(
             staged / "sentence_bert_config.json",
-            {"max_seq_length": encoder.max_length, "do_lower_case": False},
+            {"max_seq_length": max_seq_length, "do_lower_case": False},
         )
         (staged / "1_Pooling").mkdir()
         _write_json(
             staged / "1_Pooling" / "config.json",
             {
-                "word_embedding_dimension": encoder.dim,
-                "pooling_mode_cls_token": False,
-                "pooling_mode_mean_tokens": True,
+                "word_embedding_dimension": transformer.config.hidden_size,
+                "pooling_mode_cls_token": pooling == "cls",
+                "pooling_mode_mean_tokens": pooling == "mean",
                 "pooling_mode_max_tokens": False,
                 "pooling_mode_mean_sqrt_len_tokens": False,
             },
         )
-        (staged / "2_Normalize").mkdir()
-        _write_json(staged / "config_sentence_transformers.json", {"similarity_fn_name": "cosine"})
+        similarity = "cosine" if normalize else "dot"
+        _write_json(
+            staged / "config_sentence_transformers.json", {"similarity_fn_name": similarity}
+        )
     return Path(out)
+
+
+def _cross_thought_as_bert(model) -> tuple:
+    """A Cross-Thought encoder with ``N = 1`` rewritten exactly as a BERT + tokenizer pair.
+
+    With one special token Eq. 1-2 encode ``[s; x_1 .. x_l]`` at positions ``0 .. l``, all
+    in segment 0, and take ``E = H[0]``: BERT's ``[CLS] x_1 .. x_l`` layout with CLS pooling,
+    once the first slot's input embedding is ``s`` and no ``[SEP]`` follows. So ``s`` becomes
+    a new word-embedding row (id = the old vocabulary size, a copy of the network is
+    changed) that the tokenizer's post-processor puts first; no text tokenises to that id,
+    so even a literal ``[CLS]`` in a text keeps its own embedding. ``max_length`` word tokens
+    plus the special make the exported ``model_max_length``. The tokenizer is saved as a
+    plain ``PreTrainedTokenizerFast``: BERT's own tokenizer class would rebuild the
+    ``[CLS] $A [SEP]`` post-processor on load.
+
+    One difference stays: a blank text, which :meth:`CrossThoughtModel.encode` reads as
+    ``[UNK]``, is the special token alone in the export.
+
+    ``N > 1`` concatenates ``N`` hidden states, which no sentence-transformers pooling
+    produces: it is refused.
+    """
+    import copy
+
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    if model.config.num_special != 1:
+        raise InputError(
+            f"a Cross-Thought embedding with {model.config.num_special} special tokens "
+            "concatenates their states, which no sentence-transformers pooling reproduces; "
+            "only num_special=1 exports exactly",
+            field="num_special",
+        )
+    if not getattr(model.tokenizer, "is_fast", False):
+        raise InputError(
+            "exporting a Cross-Thought model needs a fast tokenizer", field="tokenizer"
+        )
+    bert = copy.deepcopy(model.bert).eval()
+    special_id = bert.config.vocab_size
+    bert.resize_token_embeddings(special_id + 1, mean_resizing=False)
+    bert.get_input_embeddings().weight.data[special_id] = model.special.data[0]
+    backend = copy.deepcopy(model.tokenizer.backend_tokenizer)
+    backend.no_truncation()
+    backend.no_padding()
+    backend.post_processor = processors.TemplateProcessing(
+        single="[SPECIAL]:0 $A:0", special_tokens=[("[SPECIAL]", special_id)]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        model_max_length=model.config.max_length + 1,
+        **model.tokenizer.special_tokens_map,
+    )
+    return bert, tokenizer
 
 
 def export_cross_encoder(ranker, out: str | Path) -> Path:
@@ -87,10 +181,15 @@ def export_cross_encoder(ranker, out: str | Path) -> Path:
     from ctxsent.models.cross_encoder import CrossEncoderRanker
 
     if not isinstance(ranker, CrossEncoderRanker):
-        raise InputError(f"needs a cross-encoder ranker, got {type(ranker).__name__}")
+        raise InputError(
+            f"CrossEncoder export takes a cross-encoder ranker, got a {type(ranker).__name__}",
+            field="model",
+        )
     if ranker.contextual:
         raise InputError(
-            "a CrossEncoder reads (question, candidate) pairs; this model is contextual"
+            "a CrossEncoder reads (question, candidate) pairs; this model is contextual "
+            "(export it with --to onnx)",
+            field="model",
         )
     with atomic_path(out) as staged:
         staged.mkdir()
@@ -117,14 +216,23 @@ class OnnxConfig:
 
 
 def export_onnx(ranker, out: str | Path, opset: int = 17) -> Path:
-    """Write a transformer ranker's scoring network to ``out/model.onnx`` with its tokenizer."""
+    """Write a cross-encoder ranker's scoring network to ``out/model.onnx`` with its tokenizer."""
     import torch
 
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
     from ctxsent.models.segments import pad_batch
-    from ctxsent.models.transformer_ranker import TransformerRanker
 
-    if not isinstance(ranker, TransformerRanker):
-        raise InputError(f"needs a transformer ranker, got {type(ranker).__name__}")
+    if not isinstance(ranker, CrossEncoderRanker):
+        raise InputError(
+            f"ONNX export takes a cross-encoder ranker, got a {type(ranker).__name__}"
+            + (
+                " (its scores come from early exits that prune candidates per question, "
+                "which one ONNX forward pass does not reproduce)"
+                if hasattr(ranker, "num_stages")
+                else ""
+            ),
+            field="model",
+        )
 
     class Scorer(torch.nn.Module):
         """The ranker as a function of the three input tensors, as the exporter wants it."""
@@ -212,7 +320,12 @@ class OnnxRanker(As2Ranker):
         return scores
 
 
-FORMATS = ("sentence-transformers", "cross-encoder", "onnx")
+EXPORTERS = {
+    "sentence-transformers": export_sentence_transformer,
+    "cross-encoder": export_cross_encoder,
+    "onnx": export_onnx,
+}
+FORMATS = tuple(EXPORTERS)
 
 
 def export_command(
@@ -226,15 +339,14 @@ def export_command(
     """Export a model: an encoder to sentence-transformers, a ranker to a CrossEncoder or ONNX."""
     if to not in FORMATS:
         raise InputError(f"expected one of {', '.join(FORMATS)}, got {to!r}", field="to")
-    if to == "sentence-transformers":
+    from ctxsent.saving import is_model_folder, load
+
+    if to == "sentence-transformers" and not is_model_folder(model):
         from ctxsent.models.backbones import DEFAULT_BACKBONE
         from ctxsent.models.bi_encoder import BiEncoder
 
         backbone = model.partition(":")[2] if model.startswith("bi-encoder") else model
         export_sentence_transformer(BiEncoder.from_pretrained(backbone or DEFAULT_BACKBONE), out)
     else:
-        from ctxsent.saving import load
-
-        ranker = load(model)
-        (export_cross_encoder if to == "cross-encoder" else export_onnx)(ranker, out)
+        EXPORTERS[to](load(model), out)
     typer.echo(json.dumps({"model": model, "format": to, "out": str(out)}))

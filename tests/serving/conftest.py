@@ -34,3 +34,13 @@ def tiny_encoder(tiny_bert) -> BiEncoder:
         AutoTokenizer.from_pretrained(tiny_bert),
         max_length=64,
     )
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_thought(tiny_bert):
+    """A random 2-layer Cross-Thought encoder with one special token; short ``max_length``
+    so that the tests also cover truncation."""
+    from ctxsent.models.cross_thought import CrossThoughtConfig, CrossThoughtModel
+
+    config = CrossThoughtConfig(backbone=str(tiny_bert), pretrained=False, max_length=24)
+    return CrossThoughtModel.build(config, seed=3).eval()

@@ -1,0 +1,139 @@
+"""Every export path is exact or refused: parity of each exported model with ours.
+
+Unit tests use tiny random models; the integration tests use the real MiniLM on WikiQA
+sentences (cosine > 0.9999 per text, as well as close values).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from ctxsent.errors import InputError
+from ctxsent.export import (
+    OnnxRanker,
+    export_command,
+    export_cross_encoder,
+    export_onnx,
+    export_sentence_transformer,
+)
+from ctxsent.models.cross_thought import CrossThoughtRanker
+
+#: Ordinary text, a literal "[CLS]", accents, and texts longer than the tiny max_length (24).
+TEXTS = [
+    "the lamp is lit at dusk.",
+    "ships pass the rocky island at night",
+    "[CLS] keeper [SEP]",
+    "é ü",
+    "the harbour board built the lighthouse in 1850 " * 6,
+]
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def assert_same_embeddings(ours: np.ndarray, theirs: np.ndarray) -> None:
+    assert ours.shape == theirs.shape
+    assert cosines(ours, theirs).min() > 0.9999
+    assert np.allclose(ours, theirs, atol=1e-4)
+
+
+def sentence_transformer(folder):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(folder), device="cpu")
+
+
+def test_cross_thought_exports_exactly_to_sentence_transformers(tiny_cross_thought, tmp_path):
+    words_before = tiny_cross_thought.bert.get_input_embeddings().weight.clone()
+    folder = export_sentence_transformer(tiny_cross_thought, tmp_path / "st")
+    peer = sentence_transformer(folder)
+    assert peer.max_seq_length == tiny_cross_thought.config.max_length + 1
+    assert_same_embeddings(tiny_cross_thought.encode(TEXTS), peer.encode(TEXTS))
+    # the model itself is untouched: the special row lives in the export's copy only
+    assert torch.equal(tiny_cross_thought.bert.get_input_embeddings().weight, words_before)
+
+
+def test_export_command_reads_a_cross_thought_ranker_folder(tiny_cross_thought, tmp_path):
+    """The `ctxsent export MODEL --to sentence-transformers` path of a fine-tuned selector:
+    it used to load the folder as a mean-pooled HF encoder (cosine 0.46-0.60)."""
+    ranker = CrossThoughtRanker(tiny_cross_thought)
+    model = ranker.save_pretrained(tmp_path / "ranker")
+    export_command(str(model), tmp_path / "st", "sentence-transformers")
+    assert_same_embeddings(
+        ranker.encode(TEXTS), sentence_transformer(tmp_path / "st").encode(TEXTS)
+    )
+
+
+def test_what_cannot_be_exported_exactly_is_refused_before_writing(
+    tiny_bert, tiny_cascade, tmp_path
+):
+    from ctxsent.models.cross_thought import CrossThoughtConfig, CrossThoughtModel
+
+    config = CrossThoughtConfig(backbone=str(tiny_bert), pretrained=False, num_special=2)
+    two_specials = CrossThoughtModel.build(config)
+    refusals = [
+        (export_sentence_transformer, two_specials, "2 special tokens"),
+        (export_sentence_transformer, tiny_cascade, "no exact sentence-transformers"),
+        (export_onnx, tiny_cascade, "early exits"),
+        (export_onnx, CrossThoughtRanker(two_specials), "takes a cross-encoder"),
+        (export_cross_encoder, tiny_cascade, "takes a cross-encoder"),
+    ]
+    for index, (export, model, message) in enumerate(refusals):
+        with pytest.raises(InputError, match=message):
+            export(model, tmp_path / str(index))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_command_refuses_a_ranker_folder_as_sentence_transformers(tiny_ranker, tmp_path):
+    folder = tiny_ranker.save_pretrained(tmp_path / "ranker")
+    with pytest.raises(InputError, match="CrossEncoderRanker has no exact"):
+        export_command(str(folder), tmp_path / "st", "sentence-transformers")
+    assert not (tmp_path / "st").exists()
+
+
+# ---- the real MiniLM on WikiQA -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wikiqa_pairs(shared_data):
+    from ctxsent.tasks.as2_load import load_as2
+
+    records = load_as2(f"wikiqa:{shared_data / 'wikiqa'}", "dev")
+    return records[:: len(records) // 40][:40]
+
+
+@pytest.mark.integration
+def test_minilm_sentence_transformers_exports_are_exact(wikiqa_pairs, tmp_path):
+    from ctxsent.models.bi_encoder import BiEncoder
+    from ctxsent.models.cross_thought import CrossThoughtConfig, CrossThoughtModel
+
+    texts = [r.candidate for r in wikiqa_pairs] + [r.question for r in wikiqa_pairs]
+    encoders = {
+        "bi-encoder": BiEncoder.from_pretrained(),
+        "cross-thought": CrossThoughtModel.build(CrossThoughtConfig(num_special=1)).eval(),
+    }
+    for name, encoder in encoders.items():
+        folder = export_sentence_transformer(encoder, tmp_path / name)
+        assert_same_embeddings(encoder.encode(texts), sentence_transformer(folder).encode(texts))
+
+
+@pytest.mark.integration
+def test_minilm_cross_encoder_and_onnx_exports_are_exact(wikiqa_pairs, tmp_path):
+    from sentence_transformers import CrossEncoder
+
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+
+    torch.manual_seed(0)
+    for contextual in (False, True):
+        ranker = CrossEncoderRanker.from_backbone(contextual=contextual).eval()
+        ranker.precision = "fp32"
+        ours = ranker.predict(wikiqa_pairs)
+        onnx = OnnxRanker.from_folder(export_onnx(ranker, tmp_path / f"onnx-{contextual}"))
+        assert np.allclose(onnx.predict(wikiqa_pairs), ours, atol=1e-4)
+        if not contextual:
+            peer = CrossEncoder(str(export_cross_encoder(ranker, tmp_path / "ce")), device="cpu")
+            pairs = [(r.question, r.candidate) for r in wikiqa_pairs]
+            assert np.allclose(peer.predict(pairs, convert_to_numpy=True), ours, atol=1e-4)
