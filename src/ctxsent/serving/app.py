@@ -11,6 +11,7 @@ rounding from different padding). Limits: :mod:`ctxsent.serving.limits`.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Hashable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
@@ -70,7 +71,7 @@ class RankResponse(BaseModel):
 
 
 class EncodeRequest(BaseModel):
-    texts: list[str]
+    texts: list[str] = Field(min_length=1)
     normalize: bool = True
 
 
@@ -96,14 +97,23 @@ class ModelRunner:
         self.can_rank = callable(getattr(model, "predict", None))
         self.encoder = model if hasattr(model, "encode") else getattr(model, "encoder", None)
         self.staged = hasattr(model, "num_stages")  # cascade or sequential: takes an alpha
+        self.encode_options = _raw_encode_options(self.encoder, batch_size)
 
     def __call__(self, key: Hashable, items: list[Any]) -> Sequence[Any]:
         task, option = key
         if task == "encode":
-            return self.encoder.encode(list(items), batch_size=self.batch_size, normalize=option)
+            return self.embed(list(items), normalize=option)
         if self.staged:
             return self.model.predict(items, self.batch_size, alpha=option)
         return self.model.predict(items, self.batch_size)
+
+    def embed(self, texts: list[str], normalize: bool) -> np.ndarray:
+        """The encoder's raw embeddings of ``texts``, L2-normalised here when ``normalize``."""
+        embeddings = np.asarray(self.encoder.encode(texts, **self.encode_options), np.float32)
+        if normalize:
+            norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
+            embeddings = embeddings / np.maximum(norms, np.finfo(np.float32).tiny)
+        return embeddings
 
     def check_alpha(self, alpha: float | list[float] | None) -> Hashable:
         """The alpha as a hashable batching key; an :class:`InputError` if it cannot apply."""
@@ -114,6 +124,20 @@ class ModelRunner:
         from ctxsent.models.cascade import resolve_alphas
 
         return tuple(resolve_alphas(alpha, self.model.num_stages))
+
+
+def _raw_encode_options(encoder: Any, batch_size: int) -> dict[str, Any]:
+    """Keyword arguments for ``encoder.encode`` that ask for raw embeddings in batches.
+
+    Encoders differ in their ``encode`` options (the bi-encoder normalises by default; the
+    Cross-Thought and word-level encoders return raw vectors and take no ``normalize``), so
+    the service asks each for its raw embeddings and normalises them in one place.
+    """
+    if encoder is None:
+        return {}
+    accepted = inspect.signature(encoder.encode).parameters
+    options = {"batch_size": batch_size, "normalize": False}
+    return {name: value for name, value in options.items() if name in accepted}
 
 
 def merges_records(model: Any) -> bool:
@@ -249,8 +273,7 @@ def create_app(
         check_count(len(request.texts), limits.max_candidates, "texts", "texts")
         check_texts((("texts", t) for t in request.texts), limits.max_chars)
         rows = await batcher.submit(("encode", request.normalize), request.texts)
-        dim = int(getattr(runner.encoder, "dim", len(rows[0]) if rows else 0))
-        return EncodeResponse(embeddings=[np.asarray(r).tolist() for r in rows], dim=dim)
+        return EncodeResponse(embeddings=[r.tolist() for r in rows], dim=len(rows[0]))
 
     return app
 

@@ -1,0 +1,154 @@
+"""Every model kind the service accepts answers every endpoint it advertises: 2xx with the
+right shape, or 4xx with a message saying why, never 500."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.models.cross_thought import CrossThoughtRanker
+from ctxsent.models.sequential import SequentialRanker
+from ctxsent.serving.app import create_app
+
+QUESTION = "who lit the lamp?"
+CANDIDATES = [
+    {"text": "the keeper lit the lamp at dusk.", "previous": "it was dark.", "next": ""},
+    {"text": "ships pass the rocky island.", "previous": "", "next": "the sea was calm."},
+    {"text": "", "previous": "", "next": ""},
+]
+DOCUMENT = "The lighthouse stands on a rock. Its keeper lit the lamp. Ships see it at night."
+TEXTS = ["the lamp is lit.", "ships pass the island at night", "é"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a served model can do, as ``/health`` should advertise it."""
+
+    can_rank: bool
+    can_encode: bool
+    staged: bool = False
+
+
+KINDS = {
+    "bm25": Kind(can_rank=True, can_encode=False),
+    "bi-encoder": Kind(can_rank=True, can_encode=True),
+    "cross-encoder": Kind(can_rank=True, can_encode=False),
+    "contextual-cross-encoder": Kind(can_rank=True, can_encode=False),
+    "cascade": Kind(can_rank=True, can_encode=False, staged=True),
+    "sequential": Kind(can_rank=True, can_encode=False, staged=True),
+    "cross-thought-ranker": Kind(can_rank=True, can_encode=True),
+    "cross-thought-encoder": Kind(can_rank=False, can_encode=True),
+    "bi-encoder-object": Kind(can_rank=False, can_encode=True),
+}
+
+
+@pytest.fixture(scope="module")
+def served(
+    tiny_bert, tiny_ranker, tiny_cascade, tiny_cross_thought, tiny_encoder, tmp_path_factory
+):
+    """Each kind as ``ctxsent serve`` gets it (a spec or a saved folder) or a Python object."""
+    folder = tmp_path_factory.mktemp("served")
+    pairwise = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=64)
+    shallow = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=64, layers=1)
+    saved = {
+        "cross-encoder": pairwise,
+        "contextual-cross-encoder": tiny_ranker,
+        "cascade": tiny_cascade,
+        "sequential": SequentialRanker([shallow, pairwise]),
+        "cross-thought-ranker": CrossThoughtRanker(tiny_cross_thought),
+    }
+    return {
+        "bm25": "bm25",
+        "bi-encoder": f"bi-encoder:{tiny_bert}",
+        **{name: str(model.save_pretrained(folder / name)) for name, model in saved.items()},
+        "cross-thought-encoder": tiny_cross_thought,
+        "bi-encoder-object": tiny_encoder,
+    }
+
+
+@pytest.fixture(scope="module", params=list(KINDS))
+def kind_client(request, served):
+    with TestClient(create_app(served[request.param])) as client:
+        yield KINDS[request.param], client
+
+
+def check_error(response, status: int, reason: str) -> None:
+    assert response.status_code == status, response.text
+    assert reason in response.json()["error"]
+
+
+def check_ranking(response, count: int) -> None:
+    assert response.status_code == 200, response.text
+    answers = response.json()["answers"]
+    assert sorted(a["index"] for a in answers) == list(range(count))
+    assert np.isfinite([a["score"] for a in answers]).all()
+
+
+def test_health_and_docs(kind_client):
+    kind, client = kind_client
+    health = client.get("/health")
+    assert health.status_code == 200
+    assert (health.json()["rank"], health.json()["encode"]) == (kind.can_rank, kind.can_encode)
+    assert {"/rank", "/encode", "/health"} <= set(client.get("/openapi.json").json()["paths"])
+    assert client.get("/docs").status_code == 200
+
+
+@pytest.mark.parametrize("source", ["candidates", "document"])
+def test_rank(kind_client, source):
+    kind, client = kind_client
+    payload = {"question": QUESTION, "candidates": CANDIDATES}
+    if source == "document":
+        payload = {"question": QUESTION, "document": DOCUMENT}
+    response = client.post("/rank", json=payload)
+    if kind.can_rank:
+        check_ranking(response, 3)
+    else:
+        check_error(response, 422, "cannot rank; use /encode")
+
+
+def test_rank_with_alpha(kind_client):
+    kind, client = kind_client
+    response = client.post(
+        "/rank", json={"question": QUESTION, "candidates": CANDIDATES, "alpha": 0.5}
+    )
+    if kind.can_rank and kind.staged:
+        check_ranking(response, 3)
+    elif kind.can_rank:
+        check_error(response, 422, "alpha applies to cascade models only")
+    else:
+        check_error(response, 422, "cannot rank")
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_encode(kind_client, normalize):
+    kind, client = kind_client
+    response = client.post("/encode", json={"texts": TEXTS, "normalize": normalize})
+    if not kind.can_encode:
+        check_error(response, 422, "no sentence encoder; use /rank")
+        return
+    assert response.status_code == 200, response.text
+    body = response.json()
+    embeddings = np.array(body["embeddings"])
+    assert embeddings.shape == (len(TEXTS), body["dim"]) and np.isfinite(embeddings).all()
+    assert np.allclose(np.linalg.norm(embeddings, axis=1), 1.0, atol=1e-5) == normalize
+
+
+def test_encode_needs_texts(kind_client):
+    _, client = kind_client
+    check_error(client.post("/encode", json={"texts": []}), 422, "texts")
+
+
+def test_cross_thought_ranker_encode_gives_its_embeddings(tiny_cross_thought):
+    """``POST /encode`` on a fine-tuned Cross-Thought selector used to answer 500 (its
+    ``encode`` takes no ``normalize``)."""
+    with TestClient(create_app(CrossThoughtRanker(tiny_cross_thought))) as client:
+        raw = client.post("/encode", json={"texts": TEXTS, "normalize": False}).json()
+        unit = client.post("/encode", json={"texts": TEXTS}).json()
+    expected = tiny_cross_thought.encode(TEXTS)
+    assert np.allclose(raw["embeddings"], expected, atol=1e-5)
+    norms = np.linalg.norm(expected, axis=1, keepdims=True)
+    assert np.allclose(unit["embeddings"], expected / norms, atol=1e-5)
