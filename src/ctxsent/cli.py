@@ -212,12 +212,9 @@ def finetune_as2_command(
     seed: int = 42,
 ) -> None:
     """Fine-tune a cross-encoder AS2 ranker; early stopping on dev MAP; resumable."""
-    from ctxsent.models.cascade import CascadeRanker
-    from ctxsent.models.cross_encoder import CrossEncoderRanker
-    from ctxsent.saving import is_model_folder, load
     from ctxsent.tasks.as2_load import load_as2
     from ctxsent.tasks.as2_records import clean, first_questions
-    from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2
+    from ctxsent.training.as2_finetune import As2RankerSpec, As2TrainConfig, finetune_as2
 
     config = As2TrainConfig(
         learning_rate=lr,
@@ -237,26 +234,15 @@ def finetune_as2_command(
         num_nodes=num_nodes,
         seed=seed,
     )
-    if exits is not None and not cascade:
-        raise InputError("--exits applies to --cascade models only", field="exits")
     exit_layers = parse_numbers(exits, int, "exits") if exits else ()
-    continuing = is_model_folder(init)
-    if continuing and (layers is not None or exits is not None):
-        raise InputError("--layers and --exits shape a new model, not a saved one", path=init)
+    spec = As2RankerSpec(init, contextual, max_length, cascade, exit_layers, layers)
     train = load_as2(data, train_split)
     train = clean(train) if train_clean else train
     dev = load_as2(dev_data or data, dev_split)
     dev = clean(dev) if dev_clean else dev
     if dev_questions is not None:
         dev = first_questions(dev, dev_questions)
-    if continuing:
-        ranker = load(init).with_context(contextual)
-        ranker.config.max_length = max_length
-    elif cascade:
-        ranker = CascadeRanker.from_backbone(init, contextual, max_length, exit_layers, layers)
-    else:
-        ranker = CrossEncoderRanker.from_backbone(init, contextual, max_length, layers)
-    best = finetune_as2(ranker, train, dev, out, config)
+    best = finetune_as2(spec, train, dev, out, config)
     typer.echo(json.dumps({"model": str(out / "model"), **best}, indent=2))
 
 

@@ -2,6 +2,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 import ctxsent
 from ctxsent.models.cross_encoder import CrossEncoderRanker
@@ -179,3 +180,64 @@ def test_distributed_ranks_share_whole_questions_and_skip_unshareable_batches(mo
     monkeypatch.setattr(sampling, "_rank_and_world", lambda: (0, 3))
     with pytest.raises(ValueError, match="fewer than the 3 processes"):
         list(sampling.QuestionBatches(groups, questions_per_batch=2, seed=0))
+
+
+def _weights(module) -> dict:
+    tensors = [*module.named_parameters(), *module.named_buffers()]
+    return {name: tensor.detach().clone() for name, tensor in tensors}
+
+
+def _assert_identical(first: dict, second: dict) -> None:
+    assert first.keys() == second.keys()
+    for name in first:
+        assert torch.equal(first[name], second[name]), name
+
+
+def _saved_tanda_start(tiny_bert, folder):
+    """A saved pairwise cascade to continue from (TANDA's adapt step)."""
+    from ctxsent.models.cascade import CascadeRanker
+
+    CascadeRanker.from_backbone(str(tiny_bert), max_length=32).save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.mark.parametrize(
+    ("spec", "loss"),
+    [
+        (dict(), "pointwise"),  # pairwise cross-encoder
+        (dict(contextual=True, layers=1), "pointwise"),  # truncated, contextual
+        (dict(cascade=True, contextual=True), "listwise"),
+        (dict(init="saved", contextual=True), "pointwise"),  # TANDA from a saved cascade
+    ],
+    ids=["pairwise", "contextual-layers", "cascade-listwise", "tanda"],
+)
+def test_same_seed_gives_the_same_start_and_the_same_weights(
+    tiny_bert, tmp_path, monkeypatch, spec, loss
+):
+    from ctxsent.training import as2_finetune
+    from ctxsent.training.as2_finetune import As2RankerSpec
+
+    if spec.get("init") == "saved":
+        spec = {**spec, "init": _saved_tanda_start(tiny_bert, tmp_path / "transfer")}
+    spec = As2RankerSpec(**{"init": str(tiny_bert), "max_length": 32, **spec})
+    starts = []
+    module_init = as2_finetune.As2FineTuneModule.__init__
+
+    def recording_init(self, ranker, *args, **kwargs):
+        starts.append(_weights(ranker))  # the weights at step 0
+        module_init(self, ranker, *args, **kwargs)
+
+    monkeypatch.setattr(as2_finetune.As2FineTuneModule, "__init__", recording_init)
+    train, dev = synthetic_as2(16, seed=1), synthetic_as2(4, seed=2)
+    config = As2TrainConfig(
+        learning_rate=3e-3, batch_size=8, max_steps=3, eval_every=3, seed=7, precision="fp32",
+        accelerator="cpu", loss=loss,
+    )  # fmt: skip
+    finals = []
+    for run in ("first", "second"):
+        torch.rand(1000)  # whatever ran before must not matter
+        finetune_as2(spec, train, dev, tmp_path / run, config)
+        finals.append(_weights(ctxsent.load(tmp_path / run / "model")))
+    _assert_identical(*starts)
+    _assert_identical(*finals)
+    assert any(not torch.equal(starts[0][name], finals[0][name]) for name in starts[0])

@@ -11,7 +11,12 @@ layers 4, 6, 8, 10, 12 of a 12-layer model are the fractions 1/3, 1/2, 2/3,
 Training (4.3.1): for every mini-batch one classifier is sampled uniformly and
 its loss is back-propagated through all lower layers down to the embeddings;
 :meth:`CascadeRanker.forward` does the sampling in training mode, so the
-ordinary AS2 fine-tuning loop trains a cascade unchanged.
+ordinary AS2 fine-tuning loop trains a cascade unchanged. The exits are drawn
+from the ranker's own generator (seeded from torch's global RNG when the ranker
+is built, kept in its state dict): dropout, which draws from the global RNG as
+many numbers as a batch has elements, cannot shift them, so every DDP rank
+samples the exit a one-process run samples at the same step, and a resumed run
+the exit an uninterrupted one would.
 
 Inference (4.3.2): per question, after classifier i drop floor(alpha_i * k) of
 its k remaining candidates with the lowest partial scores; survivors continue
@@ -117,9 +122,19 @@ class CascadeRanker(TransformerRanker):
         config.alphas = config.alphas or [0.0] * (len(config.exits) - 1)
         width = model.config.hidden_size
         self.heads = nn.ModuleList(exit_classifier(width) for _ in config.exits)
+        self.exit_sampler = torch.Generator().manual_seed(int(torch.randint(2**62, ())))
         self.last_cost: CascadeCost | None = None
 
     head_prefix = "heads."  # the exit classifiers
+    #: A step trains one exit: the other classifiers and the layers above it stay unused.
+    trains_all_parameters_each_step = False
+
+    def get_extra_state(self) -> torch.Tensor:
+        """The exit sampler's state, saved with training checkpoints (not with the model)."""
+        return self.exit_sampler.get_state()
+
+    def set_extra_state(self, state: torch.Tensor) -> None:
+        self.exit_sampler.set_state(state)
 
     @property
     def num_stages(self) -> int:
@@ -212,7 +227,7 @@ class CascadeRanker(TransformerRanker):
     def forward(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
         """Training: one uniformly sampled classifier (4.3.1); evaluation: the final one."""
         if self.training:
-            index = int(torch.randint(len(self.config.exits), ()).item())
+            index = int(torch.randint(len(self.config.exits), (), generator=self.exit_sampler))
             return self.forward_exits(features, index)[index]
         return self.forward_exits(features)[-1]
 

@@ -117,6 +117,9 @@ class TransformerRanker(As2Ranker, nn.Module):
     #: Parameter-name prefix of the scoring head (HF sequence-classification head by default).
     head_prefix = "model.classifier."
 
+    #: Whether every training step gives every parameter a gradient (DDP needs to know).
+    trains_all_parameters_each_step = True
+
     def head_parameter_names(self) -> list[str]:
         """Names (as in ``named_parameters``) of the freshly initialised scoring head."""
         return [name for name, _ in self.named_parameters() if name.startswith(self.head_prefix)]

@@ -11,6 +11,10 @@ interrupted run resume where it stopped.
 
 TANDA (Garg et al. 2020; Cascade paper, section 5.2) is two calls: transfer on
 a large AS2 set, then adapt the saved model on the target set.
+
+A run is reproducible from ``seed`` (same weights for the same seed and thread
+count) when the ranker is given as an :class:`As2RankerSpec`: it is built after
+seeding, so its new heads depend on the seed only.
 """
 
 from __future__ import annotations
@@ -29,8 +33,11 @@ from torch.utils.data import DataLoader
 from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.io import atomic_write
+from ctxsent.models.backbones import DEFAULT_BACKBONE
+from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import lightning_precision
+from ctxsent.models.transformer_ranker import TransformerRanker
 from ctxsent.tasks.as2_records import As2Record, group_by_question
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
@@ -78,6 +85,49 @@ class As2TrainConfig:
             raise InputError(f"expected pointwise or listwise, got {self.loss!r}", field="loss")
 
 
+@dataclass
+class As2RankerSpec:
+    """The ranker :func:`finetune_as2` builds once the seed is set.
+
+    ``init`` is a backbone (HF folder or id) for a new ranker: a cross-encoder, or a
+    cascade (``cascade``, exit layers ``exits``), on the first ``layers`` encoder layers;
+    or a saved ctxsent ranker folder to continue training (TANDA's adapt step).
+    """
+
+    init: str = DEFAULT_BACKBONE
+    contextual: bool = False
+    max_length: int = 256
+    cascade: bool = False
+    exits: Sequence[int] = ()
+    layers: int | None = None
+
+    def __post_init__(self) -> None:
+        from ctxsent.saving import is_model_folder
+
+        if self.exits and not self.cascade:
+            raise InputError("--exits applies to --cascade models only", field="exits")
+        if is_model_folder(self.init) and (self.layers is not None or self.exits):
+            raise InputError(
+                "--layers and --exits shape a new model, not a saved one", path=self.init
+            )
+
+    def build(self) -> TransformerRanker:
+        """The ranker; its new parameters are drawn from torch's global RNG."""
+        from ctxsent.saving import is_model_folder, load
+
+        if is_model_folder(self.init):
+            ranker = load(self.init).with_context(self.contextual)
+            ranker.config.max_length = self.max_length
+            return ranker
+        if self.cascade:
+            return CascadeRanker.from_backbone(
+                self.init, self.contextual, self.max_length, self.exits, self.layers
+            )
+        return CrossEncoderRanker.from_backbone(
+            self.init, self.contextual, self.max_length, self.layers
+        )
+
+
 def sample_negatives(
     records: Sequence[As2Record], max_negatives: int | None, seed: int
 ) -> list[As2Record]:
@@ -119,11 +169,11 @@ def listwise_loss(logits: torch.Tensor, labels: torch.Tensor, groups: torch.Tens
 
 
 class As2FineTuneModule(L.LightningModule):
-    """Trains a :class:`CrossEncoderRanker` and keeps the best dev-MAP model on disk."""
+    """Trains a transformer ranker and keeps the best dev-MAP model on disk."""
 
     def __init__(
         self,
-        ranker: CrossEncoderRanker,
+        ranker: TransformerRanker,
         config: As2TrainConfig,
         dev_records: Sequence[As2Record],
         out_dir: Path,
@@ -210,7 +260,7 @@ class As2FineTuneModule(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 
-def _loader(ranker: CrossEncoderRanker, records: Sequence[As2Record], batch_sampler) -> DataLoader:
+def _loader(ranker: TransformerRanker, records: Sequence[As2Record], batch_sampler) -> DataLoader:
     def collate(indices: list[int]):
         batch = [records[i] for i in indices]
         labels = torch.tensor([float(r.label) for r in batch])
@@ -254,8 +304,45 @@ def _train_batches(
     return QuestionBatches(answered, per_batch, config.seed), questions
 
 
+#: Lightning's DDP launchers; each has a ``..._find_unused_parameters_true`` variant.
+_DDP_STRATEGIES = ("ddp", "ddp_spawn", "ddp_fork", "ddp_notebook")
+
+
+def _strategy(config: As2TrainConfig, ranker: TransformerRanker) -> str:
+    """``config.strategy``, with DDP told to expect parameters without gradient where a
+    training step of ``ranker`` may leave some unused.
+
+    A cascade step trains one sampled exit (Cascade paper, 4.3.1): the other exits'
+    classifiers and the layers above the sampled exit get no gradient, which PyTorch DDP
+    refuses at the next step unless it searches for unused parameters (an autograd-graph
+    walk per step). Running every exit each step instead would cost the full depth. As
+    every rank samples the same exit, those parameters are unused on all ranks, keep no
+    gradient, and the optimizer skips them as in a one-process run. ``"auto"`` becomes
+    DDP where Lightning would start several processes.
+    """
+    from lightning.pytorch.strategies import DDPStrategy
+
+    if ranker.trains_all_parameters_each_step:
+        return config.strategy
+    if config.strategy in _DDP_STRATEGIES:
+        return f"{config.strategy}_find_unused_parameters_true"
+    if config.strategy == "auto":
+        probe = L.Trainer(
+            accelerator=config.accelerator,
+            devices=config.devices,
+            num_nodes=config.num_nodes,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
+        if isinstance(probe.strategy, DDPStrategy):
+            return "ddp_find_unused_parameters_true"
+    return config.strategy
+
+
 def finetune_as2(
-    ranker: CrossEncoderRanker,
+    ranker: TransformerRanker | As2RankerSpec,
     train: Sequence[As2Record],
     dev: Sequence[As2Record],
     out_dir: str | Path,
@@ -263,13 +350,17 @@ def finetune_as2(
 ) -> dict:
     """Train ``ranker`` on ``train``, choose on ``dev`` MAP, save the best to ``OUT/model``.
 
-    Resumes from ``OUT/checkpoints/last.ckpt`` when it exists. Returns the best
-    dev metrics and the step they were reached at.
+    An :class:`As2RankerSpec` is built after seeding with ``config.seed``, so the run is
+    reproducible from the seed; a ranker built beforehand keeps the initialisation the
+    global RNG gave it then. Resumes from ``OUT/checkpoints/last.ckpt`` when it exists.
+    Returns the best dev metrics and the step they were reached at.
     """
     config = config or As2TrainConfig()
+    L.seed_everything(config.seed, verbose=False)
+    if isinstance(ranker, As2RankerSpec):
+        ranker = ranker.build()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    L.seed_everything(config.seed, verbose=False)
     train = sample_negatives(train, config.max_negatives_per_question, config.seed)
     train_batches, train_questions = _train_batches(train, config)
     train_loader = _loader(ranker, train, train_batches)
@@ -291,7 +382,7 @@ def finetune_as2(
         default_root_dir=out_dir,
         accelerator=accelerator,
         devices=config.devices,
-        strategy=config.strategy,
+        strategy=_strategy(config, ranker),
         num_nodes=config.num_nodes,
         max_epochs=config.epochs,
         max_steps=config.max_steps or -1,
