@@ -331,7 +331,10 @@ FORMATS = tuple(EXPORTERS)
 def export_command(
     model: Annotated[
         str,
-        typer.Argument(help="a saved ctxsent ranker folder, or bi-encoder[:BACKBONE] / HF folder"),
+        typer.Argument(
+            help="a saved ctxsent model folder (a ranker, or a Cross-Thought model for "
+            "sentence-transformers), or bi-encoder[:BACKBONE] / HF folder"
+        ),
     ],
     out: Annotated[Path, typer.Option(help="folder to write")],
     to: Annotated[str, typer.Option(help=" | ".join(FORMATS))] = "onnx",
