@@ -1,7 +1,7 @@
 """How much of the Wikipedia pre-training text each evaluation set's exclusion removes.
 
-Reads ``wikipedia-en-2019/*.gz`` once, splits every paragraph into sentences (as
-``ctxsent corpus build`` does, before the length filters), and for each
+Reads ``wikipedia-en-2019/*.gz`` once, splits every paragraph into sentences and keeps
+those the sentence length filter keeps (as ``ctxsent corpus build`` does), and for each
 ``--exclude-from`` source (and each group of the built-in list) prints the documents and
 sentences it would drop: whole documents for sets excluded by title, single sentences
 (and the documents holding them) for SentEval/STS sets. Prints JSON.
@@ -21,6 +21,7 @@ from ctxsent.corpus.exclusions import (
     normalize_sentence,
     normalize_sentences,
 )
+from ctxsent.corpus.filters import CorpusFilter
 from ctxsent.corpus.readers import read_documents
 from ctxsent.corpus.titles import (
     EVALUATION_OVERLAP_TITLES,
@@ -32,6 +33,9 @@ from ctxsent.tasks.senteval import DEFAULT_TASKS
 from ctxsent.text import split_sentences
 
 
+MIN_SENTENCE_CHARS = CorpusFilter().min_sentence_chars
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
@@ -41,7 +45,12 @@ def main() -> None:
     documents = [
         (
             normalize_title(doc.title),
-            [normalize_sentence(s) for p in doc.paragraphs for s in split_sentences(p)],
+            [
+                normalize_sentence(s)
+                for p in doc.paragraphs
+                for s in split_sentences(p)
+                if len(s) >= MIN_SENTENCE_CHARS
+            ],
         )
         for path in wikipedia
         for doc in read_documents(path)
@@ -61,7 +70,7 @@ def main() -> None:
         "corpus": [str(path) for path in wikipedia],
         "documents": len(documents),
         "sentences": sum(len(sentences) for _, sentences in documents),
-        "sentence_counter": "nupunkt sentences of every paragraph, before the length filters",
+        "sentence_counter": f"nupunkt sentences of at least {MIN_SENTENCE_CHARS} characters",
         "by_title": {},
         "by_sentence": {},
     }

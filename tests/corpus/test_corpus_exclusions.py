@@ -71,13 +71,14 @@ def test_bad_exclusion_sources_are_named(tmp_path, spec, message):
         exclusions_from_source(spec.format(tmp=tmp_path))
 
 
-def test_excluded_sentence_is_removed_before_the_length_filters():
-    corpus_filter = CorpusFilter(exclude_sentences=frozenset(STS_PAIR), min_document_chars=0)
+def test_excluded_sentence_is_counted_only_when_long_enough_to_be_kept():
+    texts = frozenset([*STS_PAIR, "Why?"])
+    corpus_filter = CorpusFilter(exclude_sentences=texts, min_document_chars=0)
     stats = CorpusStats()
-    paragraph = f"A man plays the flute. {KEPT} {KEPT}"
+    paragraph = f"A man plays the flute. Why? {KEPT} {KEPT}"
     doc = process_document(RawDocument("1", "Flutes", [paragraph]), corpus_filter, stats)
     assert doc.paragraphs == [[KEPT, KEPT]]
-    assert (stats.sentences_read, stats.sentences_excluded, stats.sentences_dropped) == (3, 1, 0)
+    assert (stats.sentences_read, stats.sentences_excluded, stats.sentences_dropped) == (4, 1, 1)
     assert CorpusFilter().to_dict()["excluded_sentence_count"] == 0
 
 

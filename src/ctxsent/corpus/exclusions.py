@@ -13,8 +13,8 @@ toolkit reads:
   one; DIR is laid out like ``../shared/data``, as ``ctxsent eval senteval --data`` reads it.
 
 Exclusion by sentence (a choice; no paper covers it): every evaluation text is split with
-the corpus's sentence splitter, and a corpus sentence is dropped, before the length
-filters, when it equals one of those sentences after :func:`normalize_sentence`. Equality,
+the corpus's sentence splitter, and a corpus sentence long enough to be kept is dropped
+when it equals one of those sentences after :func:`normalize_sentence`. Equality,
 not containment: MPQA's phrases ("good") and SST's fragments would otherwise remove every
 corpus sentence that uses them. Only the sentence goes, not its document: the items are
 isolated sentences (news, captions, reviews, glosses), and the text around a match is in

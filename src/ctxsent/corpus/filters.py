@@ -7,9 +7,10 @@ shorter than 200. Order, applied after sentence splitting:
 1. a document whose title is excluded is dropped before it is split; by default
    the built-in evaluation overlaps
    (:data:`~ctxsent.corpus.titles.EVALUATION_OVERLAP_TITLES`) are;
-2. sentences equal to an excluded sentence are removed
-   (:mod:`ctxsent.corpus.exclusions`);
-3. sentences shorter than ``min_sentence_chars`` are removed;
+2. sentences shorter than ``min_sentence_chars`` are removed;
+3. sentences equal to an excluded sentence are removed
+   (:mod:`ctxsent.corpus.exclusions`; after 2, so only sentences that would be kept
+   count as excluded);
 4. paragraphs whose *remaining* sentences total fewer than
    ``min_paragraph_chars`` characters are removed (an empty one always is);
 5. documents whose remaining paragraphs total fewer than
@@ -98,10 +99,10 @@ def _filter_paragraph(
     stats.paragraphs_read += 1
     stats.sentences_read += len(sentences)
     stats.tokens_read += sum(len(sentence.split()) for sentence in sentences)
-    allowed = [s for s in sentences if not corpus_filter.excludes_sentence(s)]
-    stats.sentences_excluded += len(sentences) - len(allowed)
-    kept = [s for s in allowed if len(s) >= corpus_filter.min_sentence_chars]
-    stats.sentences_dropped += len(allowed) - len(kept)
+    long_enough = [s for s in sentences if len(s) >= corpus_filter.min_sentence_chars]
+    stats.sentences_dropped += len(sentences) - len(long_enough)
+    kept = [s for s in long_enough if not corpus_filter.excludes_sentence(s)]
+    stats.sentences_excluded += len(long_enough) - len(kept)
     if not kept or sum(map(len, kept)) < corpus_filter.min_paragraph_chars:
         stats.paragraphs_dropped += 1
         return []
