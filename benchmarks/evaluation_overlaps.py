@@ -32,7 +32,6 @@ from ctxsent.corpus.titles import (
 from ctxsent.tasks.senteval import DEFAULT_TASKS
 from ctxsent.text import split_sentences
 
-
 MIN_SENTENCE_CHARS = CorpusFilter().min_sentence_chars
 
 
