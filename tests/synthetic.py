@@ -9,9 +9,7 @@ import numpy as np
 from ctxsent.tasks.as2_records import As2Record
 
 
-def make_tiny_bert(
-    folder: Path, type_vocab_size: int = 2, layers: int = 2, seed: int = 0
-) -> Path:
+def make_tiny_bert(folder: Path, type_vocab_size: int = 2, layers: int = 2, seed: int = 0) -> Path:
     """Save a random BERT (hidden 32, 2 layers) with MiniLM's WordPiece tokenizer.
 
     The weights depend on ``seed`` only (the global RNG is left untouched), so a test sees

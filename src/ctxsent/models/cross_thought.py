@@ -20,11 +20,14 @@ Choices the paper leaves open (documented here, used everywhere):
 * Initialisation from a BERT-style folder (MiniLM by default): special token 0 starts as
   the ``[CLS]`` word embedding, and every further special token ``n`` as ``[CLS]`` plus its
   own N(0, 0.02) draw (seeded by ``build``), so the ``N`` sentence embeddings differ from
-  the first step and the N = 1/3/5 ablation compares ``N`` distinct vectors (identical
-  starts get identical gradients and never separate). The perturbation sits in the token
-  vector rather than the position table because BERT sums the two before its LayerNorm;
-  special positions copy the backbone's position 0 and
-  word position ``p`` copies the backbone's position ``p + 1`` (the word after ``[CLS]``);
+  the first step and the N = 1/3/5 ablation compares ``N`` distinct vectors. The
+  perturbation sits in the token
+  vector rather than the position table because BERT sums the two before its LayerNorm.
+  On all-MiniLM-L6-v2 the top-layer special states hardly depend on their input vectors
+  (a 0.02 draw moves them by ~3e-5 at most, another sentence by ~0.9; even another
+  position row moves them by ~0.008), so from MiniLM the ``N`` embeddings start distinct
+  but close, and separate only as pre-training trains the ``N`` cross-sequence heads.
+  Special positions copy the backbone's position 0 and word position ``p`` copies the backbone's position ``p + 1`` (the word after ``[CLS]``);
   rows beyond the backbone's table (MiniLM has 512) are drawn from N(0, 0.02) like a fresh
   BERT. ``pretrained=False`` builds the same architecture randomly initialised.
 * One layer per cross-sequence Transformer (``cross_layers``), post-LayerNorm like BERT,
