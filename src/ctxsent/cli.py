@@ -331,6 +331,7 @@ def cascade_tune(
         greedy_search,
         grid_search,
         plot_settings,
+        pyplot,
     )
     from ctxsent.saving import load
     from ctxsent.tasks.as2_records import sample_questions
@@ -339,6 +340,8 @@ def cascade_tune(
         raise InputError(f"expected grid, greedy or both, got {search!r}", field="search")
     if metric not in ("map", "mrr", "p@1", "ndcg@10"):
         raise InputError(f"unknown metric {metric!r}", field="metric")
+    if plot is not None:
+        pyplot()  # a missing optional dependency stops the run before any work
     ranker = load(model)
     if not isinstance(ranker, CascadeRanker):
         raise InputError("not a cascade model", path=model)
@@ -356,11 +359,11 @@ def cascade_tune(
     chosen = best_within_budget(settings, budget, metric)
     if chosen is None:
         raise InputError(f"no setting tried costs <= {budget}", field="budget")
-    if plot is not None:
-        plot_settings(settings, chosen, metric, plot)
     if save:
         ranker.config.alphas = list(chosen.alphas)
         ranker.save_pretrained(model)
+    if plot is not None:
+        plot_settings(settings, chosen, metric, plot)
     report = {
         "alphas": list(chosen.alphas),
         "relative_cost": round(chosen.relative_cost, 4),

@@ -99,3 +99,27 @@ def test_cascade_tune_cli_saves_rates_and_plots(cascade, tmp_path):
     saved = json.loads((tmp_path / "ct" / "ctxsent.json").read_text())
     assert saved["config"]["alphas"] == report["alphas"]
     assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cascade_tune_without_matplotlib_stops_before_any_work(cascade, tmp_path, monkeypatch):
+    import ctxsent.saving
+    from ctxsent import cli
+    from ctxsent.errors import InputError
+
+    cascade.save_pretrained(tmp_path / "ct")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "ct").iterdir()}
+
+    def work_started(*args, **kwargs):
+        raise AssertionError("the model or the data was loaded")
+
+    monkeypatch.setattr(ctxsent.saving, "load", work_started)
+    monkeypatch.setattr(cli, "evaluation_records", work_started)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    with pytest.raises(InputError, match=r"field 'plot'.*matplotlib.*ctxsent\[bench\]"):
+        cli.cascade_tune(
+            model=tmp_path / "ct", data=f"jsonl:{tmp_path / 'dev.jsonl'}", budget=0.7,
+            split="dev", questions=None, metric="map", search="greedy",
+            plot=tmp_path / "fig.png", save=True, batch_size=64,
+        )  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ct"]  # no plot, no temporary file
+    assert {p.name: p.read_bytes() for p in (tmp_path / "ct").iterdir()} == before

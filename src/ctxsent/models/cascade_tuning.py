@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.io import atomic_path
 from ctxsent.models.cascade import prune_in_stages, question_index
 
 PAPER_GRID = tuple(round(0.1 * i, 1) for i in range(7))
@@ -120,15 +122,29 @@ def best_within_budget(
     return max(fitting, key=lambda s: (s.metrics[metric], -s.relative_cost), default=None)
 
 
+def pyplot():
+    """``matplotlib.pyplot`` on a file backend, or a one-line error naming the extra to install.
+
+    Call it before the search too, so that a missing plotting library stops a run
+    before any work rather than after it.
+    """
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError(
+            "plotting needs matplotlib (pip install 'ctxsent[bench]')", field="plot"
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def plot_settings(
     settings: Sequence[CascadeSetting], chosen: CascadeSetting | None, metric: str, path
 ) -> None:
     """Accuracy against relative cost for every setting tried (the paper's Figure 2)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     figure, axes = plt.subplots(figsize=(6, 4))
     axes.scatter(
         [s.relative_cost for s in settings], [s.metrics[metric] for s in settings], s=6, alpha=0.5
@@ -156,5 +172,6 @@ def plot_settings(
     axes.set_ylabel(f"dev {metric.upper()}")
     axes.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    with atomic_path(path) as staged:
+        figure.savefig(staged, dpi=120, format="png")
     plt.close(figure)
