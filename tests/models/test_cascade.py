@@ -90,6 +90,8 @@ def test_one_exit_on_truncated_layers_is_a_pooled_monolithic_stage(tmp_path):
     folder = make_tiny_bert(tmp_path / "tiny6", layers=6)
     shallow = CascadeRanker.from_backbone(str(folder), max_length=64, exits=[2], layers=2)
     assert shallow.model.config.num_hidden_layers == 2 and shallow.alphas == []
+    assert shallow.trains_all_parameters_each_step  # DDP need not look for unused parameters
+    assert not CascadeRanker.from_backbone(str(folder), exits=[2]).trains_all_parameters_each_step
     records = make_records(questions=3, candidates=10)
     expected = 1 / (1 + np.exp(-full_pass_logits(shallow, records).astype(np.float64)))
     np.testing.assert_allclose(shallow.predict(records), expected, rtol=1e-4)
@@ -102,3 +104,39 @@ def test_one_exit_on_truncated_layers_is_a_pooled_monolithic_stage(tmp_path):
         CascadeRanker.from_backbone(str(folder), exits=[2, 4], layers=3)
     with pytest.raises(InputError, match="layers must be in 1..6"):
         CascadeRanker.from_backbone(str(folder), layers=7)
+
+
+def test_sampled_exits_follow_the_seed_not_the_global_random_stream(tmp_path):
+    """Training samples its exits from the cascade's own generator (seeded when the cascade is
+    built): dropout's draws, as many as a batch has elements and so different on each DDP
+    rank, cannot change them, and a checkpoint's state dict carries the generator on."""
+    from synthetic import make_tiny_bert
+
+    folder = str(make_tiny_bert(tmp_path / "tiny6", layers=6))
+
+    def build(seed: int) -> CascadeRanker:
+        torch.manual_seed(seed)
+        return CascadeRanker.from_backbone(folder, max_length=64).train()
+
+    def sampled_exits(ranker: CascadeRanker, steps: int, draws_per_step: int) -> list[int]:
+        records = make_records(1, 4)
+        batch = pad_batch(encode_segments(ranker.tokenizer, ranker.segments(records), 64), 0)
+        chosen, forward_exits = [], ranker.forward_exits
+
+        def recording(features, upto=None):
+            chosen.append(upto)
+            return forward_exits(features, upto)
+
+        ranker.forward_exits = recording
+        for _ in range(steps):
+            ranker(batch)
+            torch.rand(draws_per_step)  # another rank's dropout on batches of another shape
+        return chosen
+
+    first, second = build(3), build(3)
+    exits = sampled_exits(first, 12, draws_per_step=1)
+    assert sampled_exits(second, 12, draws_per_step=777) == exits
+    assert len(set(exits)) > 1
+    resumed = build(4)
+    resumed.load_state_dict(first.state_dict())  # as a resumed run loads its checkpoint
+    assert sampled_exits(resumed, 6, 5) == sampled_exits(first, 6, 1)

@@ -1,10 +1,11 @@
 """A tiny AS2 fine-tuning run on 1 or 2 CPU processes, as a script (Lightning relaunches it).
 
-    python tests/reliability/ddp_run.py TINY_BERT OUT DEVICES
+    python tests/reliability/ddp_run.py TINY_BERT OUT DEVICES [cross-encoder|cascade]
 
 Dropout is switched off so that the ranks' different random streams change
-nothing. Rank 0 writes ``OUT/trace.json``: per step, the mean loss over all
-ranks and the training examples each rank saw.
+nothing (each rank draws a different amount from its stream instead). Rank 0
+writes ``OUT/trace.json``: per step, the mean loss over all ranks, the training
+examples each rank saw and, for a cascade, the exit each rank trained.
 """
 
 from __future__ import annotations
@@ -17,31 +18,47 @@ GLOBAL_BATCH = 16
 STEPS = 4
 
 
-def main(tiny_bert: str, out: str, devices: int) -> None:
+def main(tiny_bert: str, out: str, devices: int, kind: str) -> None:
     import torch
     import torch.distributed as dist
 
+    from ctxsent.models.cascade import CascadeRanker
     from ctxsent.models.cross_encoder import CrossEncoderRanker
     from ctxsent.training import as2_finetune
     from synthetic import synthetic_as2
 
+    torch.set_num_threads(1)
     trace: list[dict] = []
+    exits: list[int | None] = [None]  # the cascade's latest sampled exit
     train_step = as2_finetune.As2FineTuneModule.training_step
+    forward_exits = CascadeRanker.forward_exits
+
+    def traced_exits(self, features, upto=None):
+        if self.training:
+            exits.append(upto)
+        return forward_exits(self, features, upto)
 
     def traced_step(self, batch, batch_idx):
         loss = train_step(self, batch, batch_idx)
-        mean, seen = loss.detach().clone(), [batch[2].tolist()]
+        mean, seen, trained = loss.detach().clone(), [batch[2].tolist()], [exits[-1]]
         if dist.is_initialized():
             dist.all_reduce(mean)
             mean /= dist.get_world_size()
             seen = [None] * dist.get_world_size()
             dist.all_gather_object(seen, batch[2].tolist())
-        trace.append({"loss": mean.item(), "examples": seen})
+            trained = [None] * dist.get_world_size()
+            dist.all_gather_object(trained, exits[-1])
+        trace.append({"loss": mean.item(), "examples": seen, "exits": trained})
+        # The ranks' global random streams drift apart, as dropout on batches of other
+        # shapes makes them; nothing that must agree across ranks may depend on them.
+        torch.rand(1 + (dist.get_rank() if dist.is_initialized() else 0))
         return loss
 
     as2_finetune.As2FineTuneModule.training_step = traced_step
+    CascadeRanker.forward_exits = traced_exits
     torch.manual_seed(0)
-    ranker = CrossEncoderRanker.from_backbone(tiny_bert, max_length=32)
+    model = CascadeRanker if kind == "cascade" else CrossEncoderRanker
+    ranker = model.from_backbone(tiny_bert, max_length=32)
     for module in ranker.modules():
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0
@@ -65,4 +82,9 @@ def main(tiny_bert: str, out: str, devices: int) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for synthetic
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    main(
+        sys.argv[1],
+        sys.argv[2],
+        int(sys.argv[3]),
+        sys.argv[4] if len(sys.argv) > 4 else "cross-encoder",
+    )

@@ -1,4 +1,9 @@
-"""Two DDP processes on CPU (gloo) follow the one-process loss trajectory for one global batch."""
+"""Two DDP processes on CPU (gloo) follow the one-process loss trajectory for one global batch.
+
+A cascade trains one sampled exit per step (Cascade paper, 4.3.1), so a step leaves the
+other exits' parameters without gradient: DDP must expect that, and every rank must
+train the exit the one-process run trains.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +18,10 @@ import pytest
 SCRIPT = Path(__file__).with_name("ddp_run.py")
 
 
-def trace(tiny_bert: Path, out: Path, devices: int) -> list[dict]:
+def trace(tiny_bert: Path, out: Path, devices: int, kind: str) -> list[dict]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(tiny_bert), str(out), str(devices)],
+        [sys.executable, str(SCRIPT), str(tiny_bert), str(out), str(devices), kind],
         env=env,
         capture_output=True,
         text=True,
@@ -26,13 +31,17 @@ def trace(tiny_bert: Path, out: Path, devices: int) -> list[dict]:
     return json.loads((out / "trace.json").read_text())
 
 
-def test_two_ddp_processes_match_one_process_for_the_same_global_batch(tiny_bert, tmp_path):
-    single = trace(tiny_bert, tmp_path / "single", devices=1)
-    ddp = trace(tiny_bert, tmp_path / "ddp", devices=2)
+@pytest.mark.parametrize("kind", ["cross-encoder", "cascade"])
+def test_two_ddp_processes_match_one_process_for_the_same_global_batch(tiny_bert, tmp_path, kind):
+    single = trace(tiny_bert, tmp_path / "single", 1, kind)
+    ddp = trace(tiny_bert, tmp_path / "ddp", 2, kind)
     assert len(single) == len(ddp) == 4
     for one, two in zip(single, ddp, strict=True):
         first, second = two["examples"]
         assert not set(first) & set(second), "both ranks trained on the same examples"
         assert sorted(first + second) == sorted(one["examples"][0])
+    if kind == "cascade":  # every rank trains the exit the one-process run trains
+        assert [step["exits"] * 2 for step in single] == [step["exits"] for step in ddp]
+        assert {step["exits"][0] for step in single} == {0, 1}  # some steps leave exit 1 unused
     losses = [step["loss"] for step in single]
     assert [step["loss"] for step in ddp] == pytest.approx(losses, abs=1e-5)

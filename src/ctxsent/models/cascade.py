@@ -126,8 +126,12 @@ class CascadeRanker(TransformerRanker):
         self.last_cost: CascadeCost | None = None
 
     head_prefix = "heads."  # the exit classifiers
-    #: A step trains one exit: the other classifiers and the layers above it stay unused.
-    trains_all_parameters_each_step = False
+
+    @property
+    def trains_all_parameters_each_step(self) -> bool:
+        """A step trains one exit: the other classifiers and the layers above it stay unused,
+        unless the only exit is after the last layer."""
+        return self.config.exits == [self.model.config.num_hidden_layers]
 
     def get_extra_state(self) -> torch.Tensor:
         """The exit sampler's state, saved with training checkpoints (not with the model)."""
