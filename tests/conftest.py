@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,18 @@ def tiny_bert(tmp_path_factory) -> Path:
     from synthetic import make_tiny_bert
 
     return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(autouse=True)
+def seeded_torch(request) -> None:
+    """Seed torch per test, as pytest-randomly seeds ``random`` and numpy.
+
+    The seed comes from ``random``, which pytest-randomly has just reseeded from the run's
+    ``--randomly-seed`` and the test's id, so a test's random tensors depend on neither the
+    order nor the other tests; runs with other seeds show a test that only passes by luck.
+    Without the plugin (``-p no:randomly``) every test starts from seed 0.
+    """
+    import torch
+
+    randomly = request.config.pluginmanager.hasplugin("randomly")
+    torch.manual_seed(random.getrandbits(63) if randomly else 0)
