@@ -18,6 +18,11 @@ def test_bm25_prefers_candidates_sharing_rare_question_words():
     assert scores[3] == 0.0  # no shared non-stop word
 
 
+def test_bm25_scores_zero_when_no_candidate_has_an_indexable_token():
+    records = [As2Record("q1", "What is it?", text, 0) for text in ("It is.", "It was.")]
+    assert BM25Ranker().predict(records).tolist() == [0.0, 0.0]
+
+
 def test_load_ranker_rejects_unknown_folder(tmp_path):
     with pytest.raises(ModelFolderError, match="not a ctxsent model folder"):
         load_ranker(str(tmp_path))

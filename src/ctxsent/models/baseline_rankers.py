@@ -19,14 +19,21 @@ from ctxsent.tasks.as2_records import As2Record
 
 
 class Bm25Index:
-    """Okapi BM25 over a fixed collection (bm25s, English stop words); IDF from all of it."""
+    """Okapi BM25 over a fixed collection (bm25s, English stop words); IDF from all of it.
+
+    A collection with no indexable token (only stop words or punctuation, e.g. "It is. It
+    was.") matches no question: every passage scores 0 (bm25s cannot index it).
+    """
 
     def __init__(self, passages: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
         import bm25s
 
+        self.size = len(passages)
         self.retriever = bm25s.BM25(k1=k1, b=b)
         tokens = bm25s.tokenize(list(passages), stopwords="en", show_progress=False)
-        self.retriever.index(tokens, show_progress=False)
+        self.empty = not tokens.vocab
+        if not self.empty:
+            self.retriever.index(tokens, show_progress=False)
 
     def scores(self, questions: Sequence[str]) -> Iterator[np.ndarray]:
         """One score per passage, for each question in turn."""
@@ -36,7 +43,10 @@ class Bm25Index:
             list(questions), stopwords="en", show_progress=False, return_ids=False
         )
         for question_tokens in tokens:
-            yield self.retriever.get_scores(question_tokens)
+            if self.empty:
+                yield np.zeros(self.size, dtype=np.float32)
+            else:
+                yield self.retriever.get_scores(question_tokens)
 
 
 class BM25Ranker(As2Ranker):
