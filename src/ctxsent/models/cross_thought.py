@@ -29,7 +29,8 @@ Choices the paper leaves open (documented here, used everywhere):
   but close, and separate only as pre-training trains the ``N`` cross-sequence heads.
   Special positions copy the backbone's position 0 and word position ``p`` copies the
   backbone's position ``p + 1`` (the word after ``[CLS]``); rows beyond the backbone's
-  table (MiniLM has 512) are drawn from N(0, 0.02) like a fresh BERT. ``pretrained=False`` builds the same architecture randomly initialised.
+  table (MiniLM has 512) are drawn from N(0, 0.02) like a fresh BERT.
+  ``pretrained=False`` builds the same architecture randomly initialised.
 * One layer per cross-sequence Transformer (``cross_layers``), post-LayerNorm like BERT,
   with the backbone's number of heads; ``alpha`` is taken from the first layer, which is
   the one Eq. 5-6 apply to ``F_n`` directly. Scaling is ``sqrt(d_head)`` (multi-head).
