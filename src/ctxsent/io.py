@@ -86,15 +86,22 @@ def _open_binary(path: Path) -> IO[bytes]:
     return _CheckedGzipFile(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
+def _skipping_bom(encoding: str) -> str:
+    """UTF-8 as ``utf-8-sig``: a leading byte-order mark (Excel, Notepad) is not text."""
+    return "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+
+
 def open_text(path: str | Path, encoding: str = "utf-8") -> IO[str]:
     """Open a text file (``.gz`` transparently) after checking that it exists.
 
-    Decoding errors surface later as :class:`UnicodeDecodeError`; use
-    :func:`read_lines` to get them reported with the file and line number.
+    A UTF-8 byte-order mark is skipped. Decoding errors surface later as
+    :class:`UnicodeDecodeError`; use :func:`read_lines` to get them reported with the file
+    and line number.
     """
     path = Path(path)
     if not path.is_file():
         raise InputError("no such file", path=path)
+    encoding = _skipping_bom(encoding)
     if path.suffix == ".gz":
         return io.TextIOWrapper(_CheckedGzipFile(path, "rb"), encoding=encoding, newline="")
     return open(path, encoding=encoding, newline="")
@@ -104,7 +111,8 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int,
     """Yield ``(line_number, line)`` with line endings (LF or CRLF) removed.
 
     Lines are decoded one at a time, so a byte sequence that is not valid
-    ``encoding`` raises :class:`InputError` naming the file and the exact line.
+    ``encoding`` raises :class:`InputError` naming the file and the exact line. A UTF-8
+    byte-order mark at the start of the file is skipped.
     """
     path = Path(path)
     if not path.is_file():
@@ -112,7 +120,7 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int,
     with _open_binary(path) as handle:
         for line_no, raw in enumerate(handle, start=1):
             try:
-                line = raw.decode(encoding)
+                line = raw.decode(_skipping_bom(encoding) if line_no == 1 else encoding)
             except UnicodeDecodeError as err:
                 raise InputError(
                     f"not valid {encoding} text ({err.reason} at byte {err.start} of the line)",

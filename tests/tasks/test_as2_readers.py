@@ -44,6 +44,18 @@ def test_wikiqa_rebuilds_context_in_document_order_from_crlf_file(write_file) ->
     assert records[1].question == "who is a?"
 
 
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_column(tmp_path: Path, suffix) -> None:
+    import gzip
+
+    plain, marked = tmp_path / f"plain.tsv{suffix}", tmp_path / f"marked.tsv{suffix}"
+    write = gzip.open if suffix else open
+    for path, prefix in ((plain, b""), (marked, b"\xef\xbb\xbf")):
+        with write(path, "wb") as handle:
+            handle.write(prefix + WIKIQA.encode())
+    assert read_wikiqa(marked) == read_wikiqa(plain)
+
+
 def test_selqa_drops_empty_candidates_and_keeps_duplicate_questions_apart(write_file) -> None:
     entry = {
         "question": "Where is X?",
