@@ -59,6 +59,10 @@ AlphaOption = Annotated[
     typer.Option(help="cascade drop rate, or one per non-final exit: 0.3 or 0.3,0.3,0.2,0.1"),
 ]
 
+OverwriteOption = Annotated[
+    bool, typer.Option(help="Replace the output folder even if ctxsent did not write it there.")
+]
+
 
 def apply_alpha(ranker, alpha: str | None) -> None:
     """Set a staged ranker's drop rates from ``--alpha`` (an error for other rankers)."""
@@ -210,8 +214,10 @@ def finetune_as2_command(
     strategy: Annotated[str, typer.Option(help="Lightning strategy: auto | ddp | fsdp")] = "auto",
     num_nodes: Annotated[int, typer.Option(help="machines (torchrun / SLURM)")] = 1,
     seed: int = 42,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Fine-tune a cross-encoder AS2 ranker; early stopping on dev MAP; resumable."""
+    from ctxsent.io import check_output
     from ctxsent.tasks.as2_load import load_as2
     from ctxsent.tasks.as2_records import clean, first_questions
     from ctxsent.training.as2_finetune import As2RankerSpec, As2TrainConfig, finetune_as2
@@ -236,13 +242,14 @@ def finetune_as2_command(
     )
     exit_layers = parse_numbers(exits, int, "exits") if exits else ()
     spec = As2RankerSpec(init, contextual, max_length, cascade, exit_layers, layers)
+    check_output(out / "model", spec.kind, overwrite)  # before the data loads
     train = load_as2(data, train_split)
     train = clean(train) if train_clean else train
     dev = load_as2(dev_data or data, dev_split)
     dev = clean(dev) if dev_clean else dev
     if dev_questions is not None:
         dev = first_questions(dev, dev_questions)
-    best = finetune_as2(spec, train, dev, out, config)
+    best = finetune_as2(spec, train, dev, out, config, overwrite)
     typer.echo(json.dumps({"model": str(out / "model"), **best}, indent=2))
 
 
@@ -382,14 +389,17 @@ def cascade_sequential(
     ],
     out: Annotated[Path, typer.Option(help="folder for the Sequential Ranker")],
     alpha: AlphaOption = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Chain independently trained rankers into the Sequential Ranker baseline (paper 4.2)."""
+    from ctxsent.io import check_output
     from ctxsent.models.sequential import SequentialRanker
     from ctxsent.saving import load
 
+    check_output(out, SequentialRanker.kind, overwrite)  # before the stages load
     ranker = SequentialRanker([load(folder) for folder in stage])
     apply_alpha(ranker, alpha)
-    ranker.save_pretrained(out)
+    ranker.save_pretrained(out, overwrite)
     report = {"model": str(out), "depths": ranker.depths, "alphas": ranker.alphas}
     typer.echo(json.dumps(report, indent=2))
 

@@ -15,7 +15,8 @@ check parity) or refused with an :class:`InputError` before anything is written.
   scores records with onnxruntime exactly as the ranker does (same segments, same
   truncation). A cascade is refused: its scores depend on per-question pruning.
 
-All folders are written atomically: a crash never leaves one that looks complete.
+All folders are written atomically: a crash never leaves one that looks complete, and an
+existing folder is replaced only as :func:`~ctxsent.io.check_output` allows.
 """
 
 from __future__ import annotations
@@ -30,12 +31,17 @@ import numpy as np
 import typer
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.io import atomic_path
+from ctxsent.io import atomic_path, check_output
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.tasks.as2_records import As2Record
 
 ONNX_CONFIG = "onnx_ranker.json"
 ONNX_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+
+
+def export_kind(fmt: str) -> str:
+    """The output kind (:func:`~ctxsent.io.check_output`) of an export folder in ``fmt``."""
+    return f"{fmt} export"
 
 
 def _write_json(path: Path, value: object) -> None:
@@ -47,7 +53,7 @@ def _set_json(path: Path, **fields: object) -> None:
     _write_json(path, {**json.loads(path.read_text()), **fields})
 
 
-def export_sentence_transformer(encoder, out: str | Path) -> Path:
+def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = False) -> Path:
     """Write a sentence encoder as a sentence-transformers folder at ``out``.
 
     ``SentenceTransformer(out).encode`` gives the embeddings of the encoder's own ``encode``:
@@ -79,7 +85,7 @@ def export_sentence_transformer(encoder, out: str | Path) -> Path:
             "(rankers export with --to cross-encoder or --to onnx)",
             field="model",
         )
-    with atomic_path(out) as staged:
+    with atomic_path(out, export_kind("sentence-transformers"), overwrite=overwrite) as staged:
         staged.mkdir()
         transformer.save_pretrained(staged, safe_serialization=True)
         tokenizer.save_pretrained(staged)
@@ -176,7 +182,7 @@ def _cross_thought_as_bert(model) -> tuple:
     return bert, tokenizer
 
 
-def export_cross_encoder(ranker, out: str | Path) -> Path:
+def export_cross_encoder(ranker, out: str | Path, overwrite: bool = False) -> Path:
     """Write a pairwise cross-encoder ranker as a sentence-transformers CrossEncoder folder."""
     from ctxsent.models.cross_encoder import CrossEncoderRanker
 
@@ -191,7 +197,7 @@ def export_cross_encoder(ranker, out: str | Path) -> Path:
             "(export it with --to onnx)",
             field="model",
         )
-    with atomic_path(out) as staged:
+    with atomic_path(out, export_kind("cross-encoder"), overwrite=overwrite) as staged:
         staged.mkdir()
         config = ranker.model.config
         config.sentence_transformers = {"activation_fn": "torch.nn.modules.linear.Identity"}
@@ -215,7 +221,7 @@ class OnnxConfig:
     max_length: int
 
 
-def export_onnx(ranker, out: str | Path, opset: int = 17) -> Path:
+def export_onnx(ranker, out: str | Path, opset: int = 17, overwrite: bool = False) -> Path:
     """Write a cross-encoder ranker's scoring network to ``out/model.onnx`` with its tokenizer."""
     import torch
 
@@ -252,7 +258,10 @@ def export_onnx(ranker, out: str | Path, opset: int = 17) -> Path:
     batch = pad_batch(next(encoded)[1], ranker.tokenizer.pad_token_id)
     axes = {name: {0: "batch", 1: "sequence"} for name in ONNX_INPUTS}
     try:
-        with atomic_path(out) as staged, torch.inference_mode():
+        with (
+            atomic_path(out, export_kind("onnx"), overwrite=overwrite) as staged,
+            torch.inference_mode(),
+        ):
             staged.mkdir()
             torch.onnx.export(
                 Scorer(),
@@ -338,10 +347,14 @@ def export_command(
     ],
     out: Annotated[Path, typer.Option(help="folder to write")],
     to: Annotated[str, typer.Option(help=" | ".join(FORMATS))] = "onnx",
+    overwrite: Annotated[
+        bool, typer.Option(help="Replace OUT even if it is not an export in this format.")
+    ] = False,
 ) -> None:
     """Export a model: an encoder to sentence-transformers, a ranker to a CrossEncoder or ONNX."""
     if to not in FORMATS:
         raise InputError(f"expected one of {', '.join(FORMATS)}, got {to!r}", field="to")
+    check_output(out, export_kind(to), overwrite)  # before the model loads
     from ctxsent.saving import is_model_folder, load
 
     if to == "sentence-transformers" and not is_model_folder(model):
@@ -349,7 +362,8 @@ def export_command(
         from ctxsent.models.bi_encoder import BiEncoder
 
         backbone = model.partition(":")[2] if model.startswith("bi-encoder") else model
-        export_sentence_transformer(BiEncoder.from_pretrained(backbone or DEFAULT_BACKBONE), out)
+        encoder = BiEncoder.from_pretrained(backbone or DEFAULT_BACKBONE)
+        export_sentence_transformer(encoder, out, overwrite=overwrite)
     else:
-        EXPORTERS[to](load(model), out)
+        EXPORTERS[to](load(model), out, overwrite=overwrite)
     typer.echo(json.dumps({"model": model, "format": to, "out": str(out)}))

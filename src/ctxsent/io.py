@@ -14,28 +14,69 @@ from pathlib import Path
 from typing import IO
 
 from ctxsent.errors import InputError
+from ctxsent.saving import MANIFEST
+
+OUTPUT_MARKER = ".ctxsent-output"
+
+
+def output_kind(folder: str | Path) -> str | None:
+    """The kind of ctxsent output in ``folder``: its marker's, else its model manifest's."""
+    folder = Path(folder)
+    marker = folder / OUTPUT_MARKER
+    try:
+        if marker.is_file():
+            return marker.read_text(encoding="utf-8").strip()
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return manifest.get("kind") if isinstance(manifest, dict) else None
+
+
+def check_output(target: str | Path, kind: str | None, overwrite: bool = False) -> None:
+    """Raise :class:`InputError` unless :func:`atomic_path` may replace ``target``.
+
+    ctxsent never deletes what it did not write. Without ``overwrite``, an existing
+    non-empty folder is replaced only by an output of the same ``kind`` (see
+    :func:`output_kind`), an existing file only by a file output (``kind`` None). Call it
+    before the work that produces the output starts.
+    """
+    target = Path(target)
+    if overwrite or not target.exists():
+        return
+    if target.is_dir():
+        if not any(target.iterdir()) or (kind is not None and output_kind(target) == kind):
+            return
+        problem = "folder is not empty" + (f" and not a ctxsent {kind} output" if kind else "")
+    elif kind is None:
+        return
+    else:
+        problem = f"is a file, not a ctxsent {kind} output"
+    raise InputError(f"{problem}; pass --overwrite (overwrite=True) to replace it", path=target)
 
 
 @contextlib.contextmanager
-def atomic_path(target: str | Path) -> Iterator[Path]:
+def atomic_path(
+    target: str | Path, kind: str | None = None, *, overwrite: bool = False
+) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; rename it onto ``target`` on success.
 
-    On any exception the temporary file or folder is removed, so a crash never
-    leaves a half-written output that looks complete.
+    A folder output names its ``kind``, which is written to its :data:`OUTPUT_MARKER`
+    file; an existing folder at ``target`` is refused by :func:`check_output` before
+    anything is yielded. On any exception the temporary file or folder is removed, so a
+    crash never leaves a half-written output that looks complete.
     """
     target = Path(target)
+    check_output(target, kind, overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     staged = tmp / target.name
     try:
         yield staged
-        if target.is_dir() and staged.is_dir():
-            backup = target.with_name(f".{target.name}.old")
-            os.replace(target, backup)
-            os.replace(staged, target)
-            _remove(backup)
-        else:
-            os.replace(staged, target)
+        if staged.is_dir() and kind is not None:
+            (staged / OUTPUT_MARKER).write_text(kind + "\n", encoding="utf-8")
+        if target.exists() and (target.is_dir() or staged.is_dir()):
+            os.replace(target, tmp / ".replaced")  # removed with tmp below
+        os.replace(staged, target)
     finally:
         _remove(tmp)
 

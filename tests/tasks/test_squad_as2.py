@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxsent.errors import InputError
+from ctxsent.io import OUTPUT_MARKER
 from ctxsent.tasks.as2_load import load_as2
 from ctxsent.tasks.as2_records import group_by_question
 from ctxsent.tasks.cli import app
@@ -126,6 +127,7 @@ def test_cli_writes_splits_and_summary_atomically(write_file, tmp_path: Path) ->
     summary = json.loads((out / "summary.json").read_text())
     assert json.loads(result.output) == summary
     assert sorted(p.name for p in out.iterdir()) == [
+        OUTPUT_MARKER,
         "dev.jsonl",
         "summary.json",
         "test.jsonl",

@@ -54,7 +54,7 @@ def build_corpus(
     out.parent.mkdir(parents=True, exist_ok=True)
     with (
         tempfile.TemporaryDirectory(prefix=f".{out.name}.work.", dir=out.parent) as work,
-        atomic_path(out) as staged,
+        atomic_path(out, "corpus", overwrite=overwrite) as staged,
     ):
         stats_dir = Path(work) / "stats"
         stats_dir.mkdir()

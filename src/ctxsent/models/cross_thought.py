@@ -413,20 +413,24 @@ class CrossThoughtModel(nn.Module):
         return embeddings.reshape(len(texts), -1).numpy()
 
     # ---- saving --------------------------------------------------------------------------
-    def save_pretrained(self, path: str | Path, kind: str | None = None) -> Path:
+    def save_pretrained(
+        self, path: str | Path, kind: str | None = None, overwrite: bool = False
+    ) -> Path:
         """Write weights (safetensors), backbone config, tokenizer and manifest atomically.
 
         ``kind`` defaults to ``cross-thought``; fine-tuned answer selectors are saved as
-        ``cross-thought-ranker`` so that :func:`ctxsent.load` returns an AS2 ranker.
+        ``cross-thought-ranker`` so that :func:`ctxsent.load` returns an AS2 ranker. An
+        existing folder is replaced as :func:`~ctxsent.io.check_output` allows.
         """
+        kind = kind or self.kind
         from safetensors.torch import save_model
 
-        with atomic_path(path) as staged:
+        with atomic_path(path, kind, overwrite=overwrite) as staged:
             staged.mkdir()
             save_model(self, str(staged / WEIGHTS_FILE))
             (staged / BACKBONE_CONFIG_FILE).write_text(self.bert.config.to_json_string())
             self.tokenizer.save_pretrained(staged)
-            write_manifest(staged, kind or self.kind, asdict(self.config))
+            write_manifest(staged, kind, asdict(self.config))
         return Path(path)
 
     @classmethod
@@ -537,8 +541,8 @@ class CrossThoughtRanker(As2Ranker):
     ) -> np.ndarray:
         return self.model.encode(texts, batch_size, show_progress)
 
-    def save_pretrained(self, path: str | Path) -> Path:
-        return self.model.save_pretrained(path, kind=self.kind)
+    def save_pretrained(self, path: str | Path, overwrite: bool = False) -> Path:
+        return self.model.save_pretrained(path, self.kind, overwrite)
 
     @classmethod
     def from_pretrained(cls, path: str | Path) -> CrossThoughtRanker:

@@ -70,15 +70,14 @@ class SequentialRanker(As2Ranker):
         stages = [load(Path(path) / f"stage-{i}") for i in range(count)]
         return cls(stages, manifest["config"].get("alphas", ()))
 
-    def save_pretrained(self, path: str | Path) -> Path:
-        """Write every stage and the manifest atomically to ``path``."""
-        with atomic_path(path) as staged:
+    def save_pretrained(self, path: str | Path, overwrite: bool = False) -> Path:
+        """Write every stage and the manifest atomically to ``path`` (an existing folder as
+        :func:`~ctxsent.io.check_output` allows)."""
+        with atomic_path(path, self.kind, overwrite=overwrite) as staged:
             staged.mkdir()
             for index, stage in enumerate(self.stages):
                 stage.save_pretrained(staged / f"stage-{index}")
-            write_manifest(
-                staged, "sequential", {"stages": len(self.stages), "alphas": self.alphas}
-            )
+            write_manifest(staged, self.kind, {"stages": len(self.stages), "alphas": self.alphas})
         return Path(path)
 
     def predict(

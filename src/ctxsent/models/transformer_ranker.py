@@ -149,9 +149,13 @@ class TransformerRanker(As2Ranker, nn.Module):
             encoded = encode_segments(self.tokenizer, self.segments(chunk), self.config.max_length)
             yield offset, encoded, np.argsort([-len(ids) for ids, _ in encoded], kind="stable")
 
-    def save_pretrained(self, path: str | Path) -> Path:
-        """Write weights (safetensors), tokenizer and manifest atomically to ``path``."""
-        with atomic_path(path) as staged:
+    def save_pretrained(self, path: str | Path, overwrite: bool = False) -> Path:
+        """Write weights (safetensors), tokenizer and manifest atomically to ``path``.
+
+        An existing folder is replaced if it holds this kind of model or ``overwrite`` is
+        given (:func:`~ctxsent.io.check_output`).
+        """
+        with atomic_path(path, self.kind, overwrite=overwrite) as staged:
             staged.mkdir()
             self.save_weights(staged)
             self.tokenizer.save_pretrained(staged)

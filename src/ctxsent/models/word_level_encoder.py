@@ -91,9 +91,10 @@ class WordLevelEncoder(nn.Module):
         )
         return clone
 
-    def save_pretrained(self, folder: str | Path) -> None:
-        """Write the encoder folder atomically (an existing folder is replaced)."""
-        with atomic_path(folder) as staged:
+    def save_pretrained(self, folder: str | Path, overwrite: bool = False) -> None:
+        """Write the encoder folder atomically; an existing one is replaced if it holds this
+        kind of encoder or ``overwrite`` is given (:func:`~ctxsent.io.check_output`)."""
+        with atomic_path(folder, self.kind, overwrite=overwrite) as staged:
             staged.mkdir()
             write_manifest(staged, self.kind, asdict(self.config))
             self.vocabulary.save(staged / VOCABULARY)

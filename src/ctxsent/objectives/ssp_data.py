@@ -144,7 +144,7 @@ def build_ssp_dataset(
     out.parent.mkdir(parents=True, exist_ok=True)
     with (
         tempfile.TemporaryDirectory(prefix=f".{out.name}.work.", dir=out.parent) as work,
-        atomic_path(out) as staged,
+        atomic_path(out, "ssp-data", overwrite=overwrite) as staged,
     ):
         if vocab_size is not None:
             tokenizer_path = str(Path(work) / TOKENIZER_DIR)

@@ -19,6 +19,9 @@ def squad_as2(
     squad: Path = typer.Option(..., "--squad", help="SQuAD v1.1-format JSON (.json or .json.gz)."),
     out: Path = typer.Option(..., "--out", help="Output folder for {train,dev,test}.jsonl."),
     seed: int = typer.Option(0, "--seed", help="Seed of the article → split assignment."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace OUT even if it is not a squad-as2 folder."
+    ),
 ) -> None:
     """Pair every SQuAD question with every sentence of its article (ASNQ-style AS2).
 
@@ -38,5 +41,5 @@ def squad_as2(
 
     from ctxsent.tasks.squad_as2 import build_squad_as2
 
-    summary = build_squad_as2(squad, out, seed)
+    summary = build_squad_as2(squad, out, seed, overwrite)
     typer.echo(json.dumps(summary, indent=2))

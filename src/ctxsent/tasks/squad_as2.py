@@ -37,7 +37,7 @@ from itertools import zip_longest
 from pathlib import Path
 
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_path, atomic_write
+from ctxsent.io import atomic_path, atomic_write, check_output
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from ctxsent.tasks.as2_readers import read_json
 from ctxsent.tasks.as2_records import As2Record
@@ -46,6 +46,7 @@ from ctxsent.text import sentence_spans
 SPLITS = ("train", "dev", "test")
 SPLIT_FRACTIONS = (0.70, 0.15, 0.15)
 MIN_EVAL_ARTICLES = 3
+OUTPUT_KIND = "squad-as2"
 
 
 @dataclass(frozen=True)
@@ -118,11 +119,15 @@ def split_articles(
     }
 
 
-def build_squad_as2(squad_path: str | Path, out_dir: str | Path, seed: int = 0) -> dict:
+def build_squad_as2(
+    squad_path: str | Path, out_dir: str | Path, seed: int = 0, overwrite: bool = False
+) -> dict:
     """Write ``{train,dev,test}.jsonl`` and ``summary.json`` to ``out_dir``; return the summary.
 
-    The folder appears only when complete (written under a temporary name, then renamed).
+    The folder appears only when complete (written under a temporary name, then renamed);
+    an existing one is replaced as :func:`~ctxsent.io.check_output` allows.
     """
+    check_output(out_dir, OUTPUT_KIND, overwrite)
     articles = read_squad_articles(squad_path)
     by_title = {article.title: article for article in articles}
     if len(by_title) != len(articles):
@@ -135,7 +140,7 @@ def build_squad_as2(squad_path: str | Path, out_dir: str | Path, seed: int = 0) 
         "sentence_splitter": "nupunkt",
         "splits": {},
     }
-    with atomic_path(out_dir) as staged:
+    with atomic_path(out_dir, OUTPUT_KIND, overwrite=overwrite) as staged:
         staged.mkdir()
         for split, titles in splits.items():
             chosen = [by_title[title] for title in titles]

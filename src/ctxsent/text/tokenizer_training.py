@@ -135,6 +135,6 @@ def train_wordpiece(
         mask_token=MASK,
         model_max_length=512,
     )
-    with atomic_path(out) as staged:
+    with atomic_path(out, "tokenizer") as staged:
         fast.save_pretrained(staged)
     return fast

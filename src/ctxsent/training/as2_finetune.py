@@ -32,7 +32,7 @@ from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_metrics import as2_metrics
-from ctxsent.io import atomic_write
+from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
@@ -111,6 +111,15 @@ class As2RankerSpec:
                 "--layers and --exits shape a new model, not a saved one", path=self.init
             )
 
+    @property
+    def kind(self) -> str:
+        """The model kind :meth:`build` returns."""
+        from ctxsent.saving import is_model_folder, read_manifest
+
+        if is_model_folder(self.init):
+            return read_manifest(self.init)["kind"]
+        return CascadeRanker.kind if self.cascade else CrossEncoderRanker.kind
+
     def build(self) -> TransformerRanker:
         """The ranker; its new parameters are drawn from torch's global RNG."""
         from ctxsent.saving import is_model_folder, load
@@ -179,8 +188,10 @@ class As2FineTuneModule(L.LightningModule):
         out_dir: Path,
         train_batches: LengthGroupedBatches | QuestionBatches | None = None,
         train_questions: torch.Tensor | None = None,
+        overwrite: bool = False,
     ) -> None:
-        """``train_questions``: a question number per training record (listwise loss)."""
+        """``train_questions``: a question number per training record (listwise loss);
+        ``overwrite``: the best model may replace any folder at ``OUT/model``."""
         super().__init__()
         self.ranker = ranker
         self.config = config
@@ -189,6 +200,7 @@ class As2FineTuneModule(L.LightningModule):
         self.out_dir = out_dir
         self.train_batches = train_batches
         self.train_questions = train_questions
+        self.overwrite = overwrite
         self.best_dev_map = -math.inf
         self.loss_fn = torch.nn.BCEWithLogitsLoss()
         self._dev_scores: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -225,7 +237,7 @@ class As2FineTuneModule(L.LightningModule):
         if metrics["map"] > self.best_dev_map and not self.trainer.sanity_checking:
             self.best_dev_map = metrics["map"]
             if self.trainer.is_global_zero:
-                self.ranker.save_pretrained(self.out_dir / "model")
+                self.ranker.save_pretrained(self.out_dir / "model", self.overwrite)
                 summary = {"step": self.global_step, "dev": metrics, "train": asdict(self.config)}
                 with atomic_write(self.out_dir / "best.json") as handle:
                     json.dump(summary, handle, indent=2)
@@ -347,8 +359,12 @@ def finetune_as2(
     dev: Sequence[As2Record],
     out_dir: str | Path,
     config: As2TrainConfig | None = None,
+    overwrite: bool = False,
 ) -> dict:
     """Train ``ranker`` on ``train``, choose on ``dev`` MAP, save the best to ``OUT/model``.
+
+    An existing ``OUT/model`` is replaced if it holds a model of the same kind (a re-run)
+    or ``overwrite`` is given, else refused before training (:func:`~ctxsent.io.check_output`).
 
     An :class:`As2RankerSpec` is built after seeding with ``config.seed``, so the run is
     reproducible from the seed; a ranker built beforehand keeps the initialisation the
@@ -356,10 +372,11 @@ def finetune_as2(
     Returns the best dev metrics and the step they were reached at.
     """
     config = config or As2TrainConfig()
+    out_dir = Path(out_dir)
+    check_output(out_dir / "model", ranker.kind, overwrite)
     L.seed_everything(config.seed, verbose=False)
     if isinstance(ranker, As2RankerSpec):
         ranker = ranker.build()
-    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     train = sample_negatives(train, config.max_negatives_per_question, config.seed)
     train_batches, train_questions = _train_batches(train, config)
@@ -367,7 +384,9 @@ def finetune_as2(
     dev_loader = _loader(
         ranker, dev, length_sorted_batches(_char_lengths(dev), config.eval_batch_size)
     )
-    module = As2FineTuneModule(ranker, config, dev, out_dir, train_batches, train_questions)
+    module = As2FineTuneModule(
+        ranker, config, dev, out_dir, train_batches, train_questions, overwrite
+    )
     checkpoints = newest_checkpoint(out_dir / "checkpoints")  # after every dev evaluation
     stopper = L.pytorch.callbacks.EarlyStopping("dev_map", mode="max", patience=config.patience)
     steps_per_epoch = len(train_batches)

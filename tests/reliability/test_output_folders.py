@@ -1,0 +1,108 @@
+"""ctxsent never deletes what it did not write: output folders are replaced only when they
+hold a ctxsent output of the same kind, or with ``--overwrite`` / ``overwrite=True``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ctxsent
+from ctxsent.cli import cascade_sequential
+from ctxsent.errors import InputError
+from ctxsent.export import export_command
+from ctxsent.io import OUTPUT_MARKER, atomic_path, atomic_write
+from ctxsent.models.cascade import CascadeRanker
+from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.tasks.squad_as2 import build_squad_as2
+from ctxsent.training.as2_finetune import As2RankerSpec, finetune_as2
+
+
+@pytest.fixture(scope="module")
+def saved(tiny_bert, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("saved") / "model"
+    return CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32).save_pretrained(folder)
+
+
+@pytest.fixture
+def thesis(tmp_path) -> Path:
+    """A user's folder ``v`` holding ``thesis.txt``."""
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "thesis.txt").write_text("x\n")
+    return tmp_path / "v" / "thesis.txt"
+
+
+def refused(call, *args, **kwargs) -> str:
+    with pytest.raises(InputError, match="pass --overwrite") as caught:
+        call(*args, **kwargs)
+    return str(caught.value)
+
+
+def test_export_cli_refuses_a_users_folder_before_loading_the_model(thesis, tmp_path):
+    absent = tmp_path / "no-model"  # loading it first would fail with another message
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxsent.cli", "export", str(absent), "--to", "cross-encoder"]
+        + ["--out", str(thesis.parent)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert str(thesis.parent) in done.stderr and "--overwrite" in done.stderr
+    assert thesis.read_text() == "x\n"
+
+
+def test_export_overwrite_replaces_then_re_export_needs_no_flag(saved, thesis):
+    out = thesis.parent
+    refused(export_command, str(saved), out, "cross-encoder")
+    export_command(str(saved), out, "cross-encoder", overwrite=True)
+    assert not thesis.exists() and (out / "config.json").is_file()
+    export_command(str(saved), out, "cross-encoder")  # its own kind of output
+    refused(export_command, str(saved), out, "onnx")  # another kind
+    assert not [p for p in os.listdir(out.parent) if p != "v"]  # no temporary leftovers
+
+
+def test_save_pretrained_keeps_a_strangers_file(saved, thesis):
+    ranker = ctxsent.load(saved)
+    assert str(thesis.parent) in refused(ranker.save_pretrained, thesis.parent)
+    assert thesis.read_text() == "x\n" and os.listdir(thesis.parent) == ["thesis.txt"]
+    ranker.save_pretrained(thesis.parent, overwrite=True)
+    assert not thesis.exists()
+    assert isinstance(ctxsent.load(thesis.parent), CrossEncoderRanker)
+
+
+def test_a_model_replaces_its_own_folder_not_another_kind(saved, tiny_bert, tmp_path):
+    ranker = ctxsent.load(saved)
+    folder = ranker.save_pretrained(tmp_path / "model")
+    ranker.save_pretrained(folder)
+    (folder / OUTPUT_MARKER).unlink()  # a folder saved before markers: its manifest's kind
+    ranker.save_pretrained(folder)
+    cascade = CascadeRanker.from_backbone(str(tiny_bert), max_length=32)
+    refused(cascade.save_pretrained, folder)
+    assert isinstance(ctxsent.load(folder), CrossEncoderRanker)
+
+
+def test_commands_check_their_output_before_any_work(thesis, tiny_bert, tmp_path):
+    absent = tmp_path / "absent"
+    refused(cascade_sequential, [absent, absent], thesis.parent)
+    refused(build_squad_as2, absent, thesis.parent)
+    (thesis.parent / "model").mkdir()
+    (thesis.parent / "model" / "notes.txt").write_text("mine\n")
+    refused(finetune_as2, As2RankerSpec(str(tiny_bert)), [], [], thesis.parent)
+    assert sorted(os.listdir(thesis.parent)) == ["model", "thesis.txt"]
+
+
+def test_file_outputs_never_replace_a_non_empty_folder(thesis, tmp_path):
+    with pytest.raises(InputError, match="pass --overwrite"), atomic_write(thesis.parent):
+        pass
+    with pytest.raises(InputError, match="is a file"), atomic_path(thesis, "corpus"):
+        pass
+    (tmp_path / "empty").mkdir()
+    with atomic_path(tmp_path / "empty", "corpus") as staged:
+        staged.mkdir()
+    assert os.listdir(tmp_path / "empty") == [OUTPUT_MARKER]
+    assert thesis.read_text() == "x\n"
