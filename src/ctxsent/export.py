@@ -33,6 +33,7 @@ import typer
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.io import atomic_path, check_output
 from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.saving import load_tokenizer
 from ctxsent.tasks.as2_records import As2Record
 
 ONNX_CONFIG = "onnx_ranker.json"
@@ -293,7 +294,6 @@ class OnnxRanker(As2Ranker):
     @classmethod
     def from_folder(cls, path: str | Path, threads: int | None = None) -> OnnxRanker:
         import onnxruntime
-        from transformers import AutoTokenizer
 
         path = Path(path)
         if not (path / "model.onnx").is_file() or not (path / ONNX_CONFIG).is_file():
@@ -307,7 +307,7 @@ class OnnxRanker(As2Ranker):
             str(path / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )
         config = OnnxConfig(**json.loads((path / ONNX_CONFIG).read_text()))
-        return cls(session, AutoTokenizer.from_pretrained(path), config)
+        return cls(session, load_tokenizer(path), config)
 
     def predict(
         self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False

@@ -16,6 +16,7 @@ from typing import Any
 from ctxsent.errors import ModelFolderError
 
 MANIFEST = "ctxsent.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
 FORMAT_VERSION = 1
 
 _REGISTRY: dict[str, Callable[[Path], Any]] = {}
@@ -73,6 +74,56 @@ def read_manifest(folder: str | Path) -> dict:
     if not weights:  # composite models (e.g. the Sequential Ranker) keep them in sub-folders
         raise ModelFolderError("no safetensors weights in the folder", path=folder)
     return manifest
+
+
+def load_tokenizer(folder: str | Path):
+    """The tokenizer saved in ``folder``; :class:`ModelFolderError` naming missing files.
+
+    Without its files ``AutoTokenizer`` can build an empty tokenizer from the model config
+    that reads every word as ``[UNK]``: ``tokenizer_config.json`` and one of the tokenizer
+    class's vocabulary files (``tokenizer.json``, ``vocab.txt``, ...) must be present.
+    """
+    from transformers import AutoTokenizer
+
+    folder = Path(folder)
+    if not (folder / TOKENIZER_CONFIG).is_file():
+        raise ModelFolderError(f"missing tokenizer file {TOKENIZER_CONFIG}", path=folder)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError) as err:
+        raise ModelFolderError(f"cannot load the tokenizer: {err}", path=folder) from None
+    vocabularies = sorted(set(type(tokenizer).vocab_files_names.values()))
+    if not any((folder / name).is_file() for name in vocabularies):
+        raise ModelFolderError(
+            f"missing tokenizer vocabulary file ({' or '.join(vocabularies)})", path=folder
+        )
+    return tokenizer
+
+
+def load_network(model_class, path: str | Path, allow_unexpected: bool = False, **options):
+    """``model_class.from_pretrained(path, **options)`` that refuses incomplete weights.
+
+    HF ``from_pretrained`` initialises absent tensors at random with no more than a log
+    line; here a missing tensor (or an unexpected one, unless ``allow_unexpected``: a
+    backbone read from a checkpoint with pre-training heads) is a :class:`ModelFolderError`
+    naming the tensors. Tensors of the wrong shape make HF raise; that is one too.
+    """
+    from safetensors import SafetensorError
+
+    try:
+        model, info = model_class.from_pretrained(path, output_loading_info=True, **options)
+    except (OSError, ValueError, RuntimeError, SafetensorError) as err:
+        raise ModelFolderError(f"cannot load the weights: {err}", path=path) from None
+    check_tensors(path, info["missing_keys"], () if allow_unexpected else info["unexpected_keys"])
+    return model
+
+
+def check_tensors(path: str | Path, missing=(), unexpected=()) -> None:
+    """A one-line :class:`ModelFolderError` naming the ``missing`` or ``unexpected`` tensors."""
+    for kind, names in (("missing", sorted(missing)), ("unexpected", sorted(unexpected))):
+        if names:
+            shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+            raise ModelFolderError(f"{len(names)} {kind} weight tensors: {shown}", path=path)
 
 
 def load(path: str | Path):

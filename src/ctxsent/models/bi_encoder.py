@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
 
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.saving import load_network, load_tokenizer
 from ctxsent.text.length_chunks import length_sorted_chunks
 
 
@@ -53,8 +54,11 @@ class BiEncoder(nn.Module):
         """Load a pretrained encoder; ``max_length`` defaults to the folder's sentence-transformers
         ``max_seq_length`` (256 for all-MiniLM-L6-v2), else the tokenizer's limit."""
         path = resolve_backbone(name_or_path)
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        transformer = AutoModel.from_pretrained(path)
+        # strict: a local folder must hold its tokenizer files, the weights every tensor
+        tokenizer = (
+            load_tokenizer(path) if Path(path).is_dir() else AutoTokenizer.from_pretrained(path)
+        )
+        transformer = load_network(AutoModel, path, allow_unexpected=True)
         length = max_length or _default_max_length(path, tokenizer, transformer.config)
         return cls(transformer.eval(), tokenizer, max_length=length, bf16=bf16)
 

@@ -48,7 +48,7 @@ from ctxsent.models.transformer_ranker import (
     load_folder,
     quiet_transformers,
 )
-from ctxsent.saving import register_model
+from ctxsent.saving import check_tensors, register_model
 from ctxsent.tasks.as2_records import As2Record
 
 PAPER_EXIT_FRACTIONS = (4 / 12, 6 / 12, 8 / 12, 10 / 12, 12 / 12)
@@ -187,11 +187,7 @@ class CascadeRanker(TransformerRanker):
         from transformers import AutoModel
 
         manifest, model, tokenizer = load_folder(
-            path,
-            "cascade",
-            lambda folder: AutoModel.from_pretrained(
-                folder, use_safetensors=True, add_pooling_layer=False
-            ),
+            path, "cascade", AutoModel, add_pooling_layer=False
         )
         heads_path = Path(path) / HEADS_FILE
         if not heads_path.is_file():
@@ -200,9 +196,10 @@ class CascadeRanker(TransformerRanker):
 
         ranker = cls(model, tokenizer, config_from(CascadeConfig, manifest, path))
         try:
-            ranker.heads.load_state_dict(load_file(heads_path))
+            missing, unexpected = ranker.heads.load_state_dict(load_file(heads_path), strict=False)
         except (SafetensorError, RuntimeError) as err:
             raise ModelFolderError(f"cannot load {HEADS_FILE}: {err}", path=path) from None
+        check_tensors(heads_path, missing, unexpected)
         return ranker
 
     def save_weights(self, folder: Path) -> None:

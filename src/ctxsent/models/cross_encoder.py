@@ -66,11 +66,7 @@ class CrossEncoderRanker(TransformerRanker):
         from transformers import AutoModelForSequenceClassification
 
         manifest, model, tokenizer = load_folder(
-            path,
-            "cross-encoder",
-            lambda folder: AutoModelForSequenceClassification.from_pretrained(
-                folder, use_safetensors=True
-            ),
+            path, "cross-encoder", AutoModelForSequenceClassification
         )
         return cls(model, tokenizer, config_from(RankerConfig, manifest, path))
 

@@ -55,7 +55,13 @@ from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.io import atomic_path
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.ranker_base import As2Ranker
-from ctxsent.saving import read_manifest, register_model, write_manifest
+from ctxsent.saving import (
+    check_tensors,
+    load_tokenizer,
+    read_manifest,
+    register_model,
+    write_manifest,
+)
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.text.length_chunks import length_sorted_chunks
 
@@ -438,25 +444,23 @@ class CrossThoughtModel(nn.Module):
         """Load a folder written by :meth:`save_pretrained` (no network, no pickles)."""
         from safetensors import SafetensorError
         from safetensors.torch import load_model
-        from transformers import AutoTokenizer, BertConfig, BertModel
+        from transformers import BertConfig, BertModel
 
         path = Path(path)
         manifest = read_manifest(path)
         if manifest["kind"] not in (cls.kind, CrossThoughtRanker.kind):
             raise ModelFolderError(f"holds a {manifest['kind']!r}, not a {cls.kind}", path=path)
         config = CrossThoughtConfig.from_dict(manifest["config"])
+        tokenizer = load_tokenizer(path)
         try:
             bert_config = BertConfig.from_dict(
                 json.loads((path / BACKBONE_CONFIG_FILE).read_text(encoding="utf-8"))
             )
-            model = cls(
-                BertModel(bert_config, add_pooling_layer=False),
-                AutoTokenizer.from_pretrained(path),
-                config,
-            )
-            load_model(model, str(path / WEIGHTS_FILE))
+            model = cls(BertModel(bert_config, add_pooling_layer=False), tokenizer, config)
+            missing, unexpected = load_model(model, str(path / WEIGHTS_FILE), strict=False)
         except (OSError, ValueError, RuntimeError, SafetensorError) as err:
-            raise ModelFolderError(f"cannot load weights or tokenizer: {err}", path=path) from None
+            raise ModelFolderError(f"cannot load the model: {err}", path=path) from None
+        check_tensors(path / WEIGHTS_FILE, missing, unexpected)
         return model.eval()
 
 

@@ -26,7 +26,7 @@ from ctxsent.io import atomic_path
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.segments import encode_segments, pad_batch
-from ctxsent.saving import read_manifest, write_manifest
+from ctxsent.saving import load_network, load_tokenizer, read_manifest, write_manifest
 from ctxsent.tasks.as2_records import As2Record
 
 CONTEXT_SEGMENTS = 3
@@ -70,19 +70,20 @@ def quiet_transformers() -> None:
     hf_logging.disable_progress_bar()
 
 
-def load_folder(path: str | Path, kind: str, load_model) -> tuple[dict, nn.Module, object]:
-    """Manifest, network (``load_model(path)``) and tokenizer of a saved ``kind`` folder."""
-    from safetensors import SafetensorError
-    from transformers import AutoTokenizer
+def load_folder(
+    path: str | Path, kind: str, model_class, **options
+) -> tuple[dict, nn.Module, object]:
+    """Manifest, network (``model_class`` from safetensors) and tokenizer of a ``kind`` folder.
 
+    Strict: a missing or unexpected tensor, or a missing tokenizer file, is a
+    :class:`ModelFolderError` (:func:`~ctxsent.saving.load_network`).
+    """
     manifest = read_manifest(path)
     if manifest["kind"] != kind:
         raise ModelFolderError(f"holds a {manifest['kind']!r}, not a {kind}", path=path)
     quiet_transformers()
-    try:
-        return manifest, load_model(path), AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError, SafetensorError) as err:
-        raise ModelFolderError(f"cannot load weights or tokenizer: {err}", path=path) from None
+    tokenizer = load_tokenizer(path)
+    return manifest, load_network(model_class, path, use_safetensors=True, **options), tokenizer
 
 
 def config_from(config_class, manifest: dict, path: str | Path):

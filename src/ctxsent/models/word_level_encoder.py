@@ -24,7 +24,7 @@ from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.io import atomic_path
-from ctxsent.saving import MANIFEST, read_manifest, write_manifest
+from ctxsent.saving import MANIFEST, check_tensors, read_manifest, write_manifest
 from ctxsent.text.length_chunks import length_sorted_chunks
 from ctxsent.text.vocabulary import EOS_ID, PAD_ID, Vocabulary
 
@@ -127,9 +127,10 @@ class WordLevelEncoder(nn.Module):
         except ValueError as err:
             raise ModelFolderError(str(err), path=folder) from None
         try:
-            model.load_state_dict(load_file(folder / WEIGHTS))
+            missing, unexpected = model.load_state_dict(load_file(folder / WEIGHTS), strict=False)
         except (RuntimeError, FileNotFoundError, OSError) as err:
             raise ModelFolderError(
                 f"weights do not fit the config ({err})", path=folder / WEIGHTS
             ) from None
+        check_tensors(folder / WEIGHTS, missing, unexpected)
         return model.eval()
