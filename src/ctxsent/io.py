@@ -74,9 +74,15 @@ def atomic_path(
         yield staged
         if staged.is_dir() and kind is not None:
             (staged / OUTPUT_MARKER).write_text(kind + "\n", encoding="utf-8")
+        replaced = tmp / ".replaced"  # the old output, removed with tmp below
         if target.exists() and (target.is_dir() or staged.is_dir()):
-            os.replace(target, tmp / ".replaced")  # removed with tmp below
-        os.replace(staged, target)
+            os.replace(target, replaced)
+        try:
+            os.replace(staged, target)
+        except OSError:
+            if replaced.exists():
+                os.replace(replaced, target)  # never lose the old output
+            raise
     finally:
         _remove(tmp)
 
