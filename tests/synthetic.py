@@ -36,6 +36,21 @@ def make_tiny_bert(folder: Path, type_vocab_size: int = 2, layers: int = 2, seed
     return folder
 
 
+def spread_attention(bert, std: float = 0.3) -> None:
+    """Redraw a random BERT's attention value and output weights with a wider ``std``.
+
+    At BERT's init (std 0.02) [CLS] barely reads the input: a random cross-encoder's scores
+    for different candidates differ by ~1e-7, as little as batching or another runtime
+    changes them, so its rankings are ties. After this they differ by >= ~5e-5.
+    """
+    import torch
+
+    with torch.no_grad():
+        for layer in bert.encoder.layer:
+            for linear in (layer.attention.self.value, layer.attention.output.dense):
+                torch.nn.init.normal_(linear.weight, std=std)
+
+
 def synthetic_as2(questions: int, seed: int) -> list[As2Record]:
     """Questions about a colour; only the positive candidate gives a reason ("because")."""
     rng = np.random.default_rng(seed)

@@ -6,14 +6,16 @@ import torch
 from ctxsent.models.bi_encoder import BiEncoder
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
-from synthetic import make_tiny_bert
+from synthetic import make_tiny_bert, spread_attention
 
 
 @pytest.fixture(scope="session")
 def tiny_ranker(tiny_bert) -> CrossEncoderRanker:
-    """A contextual tiny cross-encoder with random weights (fp32 for exact comparisons)."""
+    """A contextual tiny cross-encoder with random weights (fp32 for exact comparisons),
+    whose scores depend on the input enough that its rankings are not ties."""
     torch.manual_seed(0)
     ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), contextual=True, max_length=64)
+    spread_attention(ranker.model.bert)
     ranker.precision = "fp32"
     return ranker.eval()
 

@@ -15,6 +15,7 @@ from ctxsent.export import (
 )
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.tasks.as2_records import As2Record
+from synthetic import spread_attention
 
 TEXTS = ["the lamp is lit at dusk.", "ships pass the rocky island at night", "keeper", "é ü"]
 RECORDS = [
@@ -28,6 +29,7 @@ RECORDS = [
 def pairwise(tiny_bert) -> CrossEncoderRanker:
     torch.manual_seed(1)
     ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=64)
+    spread_attention(ranker.model.bert)  # rankings that are not ties
     ranker.precision = "fp32"
     return ranker.eval()
 
