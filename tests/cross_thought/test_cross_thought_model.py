@@ -143,4 +143,6 @@ def test_ranker_caches_candidates_and_scores_per_question(model):
     assert set(ranker.cache) == {"the lamp is on top", "a ship", "the sea", "x"}
     assert np.isclose(scores[:3].sum(), 1.0) and np.isclose(scores[3:].sum(), 1.0)
     ranked = ranker.rank("where is the lamp?", ["the lamp is on top", "a ship", "the sea"])
-    assert [r.score for r in ranked] == sorted(scores[:3], reverse=True)
+    # the question is encoded alone here and beside "who lit it?" above: equal up to padding
+    expected = sorted(scores[:3], reverse=True)
+    assert [r.score for r in ranked] == pytest.approx(expected, abs=1e-6)

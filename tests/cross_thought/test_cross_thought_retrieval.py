@@ -20,6 +20,7 @@ from ctxsent.evaluation.retrieval import (
     recall_at_k,
     squad_paragraph_ranking,
 )
+from synthetic import spread_attention
 
 PASSAGES = [
     "the lighthouse keeper lit the lamp",
@@ -141,6 +142,7 @@ def test_cosine_spec_ranks_a_cross_thought_by_its_special_token_embeddings(tmp_p
     from ctxsent.evaluation.retrieval import CosineScorer, scorer_from_spec
 
     model = tiny_model()
+    spread_attention(model.bert, std=1.0)  # the texts' cosines: ~0.99999 at init, now <= 0.98
     model.save_pretrained(tmp_path / "ct")
     assert isinstance(scorer_from_spec(str(tmp_path / "ct")), CrossThoughtScorer)
     scorer = scorer_from_spec(f"cosine:{tmp_path / 'ct'}")
