@@ -11,7 +11,7 @@ from cli_runs import Job, run_in_order  # noqa: E402
 
 
 def test_a_waiting_job_holds_no_worker_and_ready_jobs_keep_list_order():
-    baselines_started = threading.Barrier(3, timeout=10)  # "a1", "b1" and "pretrain"
+    baselines_started = threading.Barrier(3, timeout=120)  # "a1", "b1", "pretrain"; ends a hang
     started: list[str] = []
 
     def record(name: str):
