@@ -45,12 +45,14 @@ def test_length_sorted_batches_are_longest_first():
 
 
 def test_finetune_learns_saves_best_and_resumes(tiny_bert, tmp_path):
+    from ctxsent.training.as2_finetune import As2RankerSpec
+
     train, dev = synthetic_as2(96, seed=1), synthetic_as2(24, seed=2)
-    ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
+    spec = As2RankerSpec(init=str(tiny_bert), max_length=32)  # built after seeding
     config = As2TrainConfig(
         learning_rate=3e-3, batch_size=16, epochs=3, eval_every=8, warmup_ratio=0.0, seed=0
     )
-    best = finetune_as2(ranker, train, dev, tmp_path / "run", config)
+    best = finetune_as2(spec, train, dev, tmp_path / "run", config)
     assert best["dev"]["map"] > 0.8  # chance is ~0.52
     saved = ctxsent.load(tmp_path / "run" / "model")
     scores = saved.predict(dev)
@@ -62,13 +64,7 @@ def test_finetune_learns_saves_best_and_resumes(tiny_bert, tmp_path):
 
     # Asking for more epochs resumes from last.ckpt instead of starting again.
     config.epochs = 4
-    again = finetune_as2(
-        CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32),
-        train,
-        dev,
-        tmp_path / "run",
-        config,
-    )
+    again = finetune_as2(spec, train, dev, tmp_path / "run", config)
     assert again["dev"]["map"] >= best["dev"]["map"]
     summary = json.loads((tmp_path / "run" / "best.json").read_text())
     assert summary["train"]["epochs"] in (3, 4)
@@ -131,16 +127,15 @@ def test_question_batches_keep_questions_whole_and_depend_on_epoch():
 
 @pytest.mark.parametrize("kind", ["cross-encoder", "cascade"])
 def test_listwise_finetune_learns(tiny_bert, tmp_path, kind):
-    from ctxsent.models.cascade import CascadeRanker
+    from ctxsent.training.as2_finetune import As2RankerSpec
 
     train, dev = synthetic_as2(96, seed=1), synthetic_as2(24, seed=2)
-    model = CascadeRanker if kind == "cascade" else CrossEncoderRanker
-    ranker = model.from_backbone(str(tiny_bert), max_length=32)
+    spec = As2RankerSpec(init=str(tiny_bert), max_length=32, cascade=kind == "cascade")
     config = As2TrainConfig(
         learning_rate=3e-3, batch_size=16, epochs=3, eval_every=8, warmup_ratio=0.0, seed=0,
         loss="listwise",
     )  # fmt: skip
-    best = finetune_as2(ranker, train, dev, tmp_path / "run", config)
+    best = finetune_as2(spec, train, dev, tmp_path / "run", config)
     assert best["dev"]["map"] > 0.8  # chance is ~0.52
     assert best["train"]["loss"] == "listwise"
 
