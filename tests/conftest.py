@@ -49,3 +49,12 @@ def seeded_torch(request) -> None:
 
     randomly = request.config.pluginmanager.hasplugin("randomly")
     torch.manual_seed(random.getrandbits(63) if randomly else 0)
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    """Print the run's seed even under ``-q``, so a failure can be replayed exactly."""
+    if config.pluginmanager.hasplugin("randomly"):
+        seed = config.getoption("randomly_seed")
+        terminalreporter.write_line(
+            f"test order and seeds: rerun with -p randomly --randomly-seed={seed}"
+        )
