@@ -106,9 +106,12 @@ def rank(
     alpha: AlphaOption = None,
 ) -> None:
     """Answer questions over a document: split it into sentences, score each, show the best."""
+    from ctxsent.errors import check_unicode
     from ctxsent.io import read_lines
     from ctxsent.models.baseline_rankers import load_ranker
 
+    for q in question:
+        check_unicode(q, "question")
     text = "\n".join(line for _, line in read_lines(document))
     ranker = load_ranker(model)
     apply_alpha(ranker, alpha)

@@ -42,3 +42,31 @@ class InputError(CtxsentError, ValueError):
 
 class ModelFolderError(InputError):
     """A folder that is not a loadable ctxsent model (missing/corrupt config or weights)."""
+
+
+def check_unicode(
+    text: str,
+    field: str | None = None,
+    *,
+    path: str | Path | None = None,
+    line: int | None = None,
+) -> str:
+    """Return ``text`` if it is valid Unicode, else raise :class:`InputError` saying where.
+
+    The one policy for unpaired UTF-16 surrogates, which JSON escapes (``"\\ud800"``) and
+    command-line arguments (undecodable bytes) can carry and no tokenizer or UTF-8 output
+    can represent: refuse them where text enters (the service answers 422) rather than
+    repair them, so no caller gets scores for a text other than the one it sent. Text
+    decoded from UTF-8 files cannot hold surrogates.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        code = ord(text[err.start])
+        raise InputError(
+            f"not valid Unicode: unpaired surrogate U+{code:04X} at character {err.start}",
+            path=path,
+            line=line,
+            field=field,
+        ) from None
+    return text

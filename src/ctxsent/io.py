@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, check_unicode
 from ctxsent.saving import MANIFEST
 
 OUTPUT_MARKER = ".ctxsent-output"
@@ -180,7 +180,8 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int,
 def read_json_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int, dict]]:
     """Yield ``(line_number, object)`` for each non-blank line of a JSON Lines file.
 
-    A line that is not JSON, or not a JSON object, raises :class:`InputError` naming it.
+    A line that is not JSON, or not a JSON object, or that holds an unpaired surrogate
+    escape (:func:`ctxsent.errors.check_unicode`), raises :class:`InputError` naming it.
     """
     for line_no, line in read_lines(path, encoding):
         if not line.strip():
@@ -191,4 +192,6 @@ def read_json_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple
             raise InputError(f"not valid JSON ({err.msg})", path=path, line=line_no) from None
         if not isinstance(value, dict):
             raise InputError("expected a JSON object", path=path, line=line_no)
+        if "\\ud" in line.lower():  # a surrogate escape: refuse it unless properly paired
+            check_unicode(json.dumps(value, ensure_ascii=False), path=path, line=line_no)
         yield line_no, value

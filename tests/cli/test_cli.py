@@ -44,6 +44,21 @@ def test_eval_as2_prints_one_json_object_with_the_metrics(as2_file):
     assert unclean["questions"] == 3 and unclean["map"] == pytest.approx(2 / 3)
 
 
+def test_rank_refuses_a_question_that_is_not_valid_unicode(tmp_path):
+    document = tmp_path / "d.txt"
+    document.write_text("The keeper lit the lamp.")
+    command = [sys.executable, "-m", "ctxsent.cli", "rank", "--model", "bm25"]
+    done = subprocess.run(
+        [*command, "--question", b"who \xff?", "--document", str(document)], capture_output=True
+    )
+    assert done.returncode == 2 and not done.stdout
+    assert (
+        done.stderr.decode()
+        .strip()
+        .endswith("field 'question': not valid Unicode: unpaired surrogate U+DCFF at character 4")
+    )
+
+
 def test_eval_as2_against_a_second_model_reports_paired_differences(as2_file, tiny_bert, tmp_path):
     same = run_cli(
         "eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}", "--against", "bm25"

@@ -165,6 +165,21 @@ def test_encode_matches_the_encoder_and_needs_one(client, tiny_encoder):
         assert rank.status_code == 422 and "/encode" in rank.json()["error"]
 
 
+def test_unpaired_surrogates_get_422_and_the_connection_keeps_serving(client):
+    def post(body: str):
+        return client.post("/rank", content=body, headers={"content-type": "application/json"})
+
+    lone = post('{"question": "who \\ud800 lit it?", "candidates": ["a lamp", "the keeper"]}')
+    assert lone.status_code == 422
+    assert lone.json()["error"] == (
+        "field 'question': not valid Unicode: unpaired surrogate U+D800 at character 4"
+    )
+    in_context = post('{"question": "q?", "candidates": [{"text": "a", "next": "\\udfff"}]}')
+    assert in_context.status_code == 422 and "candidates.0.next" in in_context.json()["error"]
+    paired = post('{"question": "who \\ud83d\\ude00 lit it?", "candidates": ["a lamp"]}')
+    assert paired.status_code == 200 and paired.json()["question"] == "who \U0001f600 lit it?"
+
+
 def test_health_and_openapi_describe_the_service(client):
     health = client.get("/health").json()
     assert health["status"] == "ok" and health["kind"] == "cross-encoder"

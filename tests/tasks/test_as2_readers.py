@@ -155,6 +155,16 @@ def test_jsonl_round_trip_with_unicode(tmp_path: Path) -> None:
 # --- bad input: each error names the file and the line or field -----------------------------
 
 
+def test_jsonl_refuses_an_unpaired_surrogate_escape_and_reads_a_paired_one(tmp_path: Path) -> None:
+    row = '{"question_id": "q1", "question": "%s", "candidate": "c", "label": 1}\n'
+    paired, lone = tmp_path / "paired.jsonl", tmp_path / "lone.jsonl"
+    paired.write_text(row % "smile \\ud83d\\ude00?")
+    lone.write_text(row % "ok" + row % "bad \\ud800?")
+    assert read_as2_jsonl(paired)[0].question == "smile \U0001f600?"
+    with pytest.raises(InputError, match=r"lone\.jsonl:2: not valid Unicode: unpaired .*U\+D800"):
+        read_as2_jsonl(lone)
+
+
 def test_wrong_column_count_names_file_and_line(write_file) -> None:
     path = write_file("WikiQA-dev.tsv", WIKIQA + "Q3\tq\tD3\tT\tD3-0\tonly six columns\n")
     with pytest.raises(InputError, match=r"WikiQA-dev\.tsv:6: expected 7 TAB-separated columns"):

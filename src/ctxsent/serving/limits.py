@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, check_unicode
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,10 @@ def check_count(count: int, limit: int, what: str, field: str) -> None:
 
 
 def check_texts(texts: Iterable[tuple[str, str]], limit: int) -> None:
-    """Raise :class:`RequestTooLarge` for the first ``(field, text)`` longer than ``limit``."""
+    """Raise for the first ``(field, text)`` longer than ``limit`` (:class:`RequestTooLarge`)
+    or not valid Unicode (:class:`InputError`, see :func:`ctxsent.errors.check_unicode`)."""
     for field, text in texts:
+        check_unicode(text, field)
         if len(text) > limit:
             raise RequestTooLarge(
                 f"{len(text)} characters, more than the limit of {limit}", field=field
