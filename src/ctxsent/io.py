@@ -192,6 +192,6 @@ def read_json_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple
             raise InputError(f"not valid JSON ({err.msg})", path=path, line=line_no) from None
         if not isinstance(value, dict):
             raise InputError("expected a JSON object", path=path, line=line_no)
-        if "\\ud" in line.lower():  # a surrogate escape: refuse it unless properly paired
+        if "\\ud" in line or "\\uD" in line:  # a surrogate escape: refuse it if unpaired
             check_unicode(json.dumps(value, ensure_ascii=False), path=path, line=line_no)
         yield line_no, value
