@@ -181,7 +181,8 @@ def read_json_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple
     """Yield ``(line_number, object)`` for each non-blank line of a JSON Lines file.
 
     A line that is not JSON, or not a JSON object, or that holds an unpaired surrogate
-    escape (:func:`ctxsent.errors.check_unicode`), raises :class:`InputError` naming it.
+    escape (:func:`ctxsent.errors.check_unicode`), raises :class:`InputError` naming it (and
+    the key whose value holds the surrogate).
     """
     for line_no, line in read_lines(path, encoding):
         if not line.strip():
@@ -193,5 +194,8 @@ def read_json_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple
         if not isinstance(value, dict):
             raise InputError("expected a JSON object", path=path, line=line_no)
         if "\\ud" in line or "\\uD" in line:  # a surrogate escape: refuse it if unpaired
-            check_unicode(json.dumps(value, ensure_ascii=False), path=path, line=line_no)
+            for key, item in value.items():
+                check_unicode(key, path=path, line=line_no)
+                text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+                check_unicode(text, key, path=path, line=line_no)
         yield line_no, value

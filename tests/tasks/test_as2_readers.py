@@ -161,7 +161,8 @@ def test_jsonl_refuses_an_unpaired_surrogate_escape_and_reads_a_paired_one(tmp_p
     paired.write_text(row % "smile \\ud83d\\ude00?")
     lone.write_text(row % "ok" + row % "bad \\ud800?")
     assert read_as2_jsonl(paired)[0].question == "smile \U0001f600?"
-    with pytest.raises(InputError, match=r"lone\.jsonl:2: not valid Unicode: unpaired .*U\+D800"):
+    message = r"lone\.jsonl:2: field 'question': not valid Unicode: unpaired .*U\+D800"
+    with pytest.raises(InputError, match=message):
         read_as2_jsonl(lone)
 
 

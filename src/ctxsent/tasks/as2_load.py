@@ -1,7 +1,9 @@
 """One entry point for every AS2 data set: ``load_as2("wikiqa:../shared/data/wikiqa", "test")``.
 
 A spec is ``NAME:PATH``. PATH is a data set folder, in which ``split`` picks the file, or
-a file, in which case ``split`` must be left out.
+a file, in which case ``split`` must be left out. A user's own file (``.tsv``, ``.csv``,
+``.jsonl``, ``.parquet``) or ``hf:``/``hf-disk:`` dataset is a spec too
+(:mod:`ctxsent.tasks.as2_files`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxsent.errors import InputError
+from ctxsent.tasks.as2_files import is_as2_file, read_as2_file
 from ctxsent.tasks.as2_jsonl import read_as2_jsonl
 from ctxsent.tasks.as2_readers import (
     read_as2_tsv,
@@ -51,7 +54,9 @@ FORMATS: dict[str, As2Format] = {
 }
 
 
-def load_as2(spec: str, split: str | None = None) -> list[As2Record]:
+def load_as2(
+    spec: str, split: str | None = None, columns: dict[str, str] | None = None
+) -> list[As2Record]:
     """Load AS2 records from ``NAME:PATH``; NAME is one of :data:`FORMATS`.
 
     ``wikiqa:DIR`` (``WikiQA-{split}.tsv``), ``selqa:DIR`` (``ass/selqa-ass-{split}.json.gz``),
@@ -59,11 +64,22 @@ def load_as2(spec: str, split: str | None = None) -> list[As2Record]:
     ``ctxsent data squad-as2``), or any of these with a FILE instead, plus ``tsv:FILE`` and
     ``jsonl:FILE``. Unknown names, missing paths and missing splits raise
     :class:`InputError` listing the valid choices.
+
+    A plain path to a ``.tsv``/``.csv``/``.jsonl``/``.parquet`` file or an
+    ``hf:NAME[:CONFIG][@SPLIT]`` / ``hf-disk:PATH[@SPLIT]`` spec is read by
+    :func:`~ctxsent.tasks.as2_files.read_as2_file`, ``columns`` mapping its column names.
     """
     name, sep, path_text = spec.partition(":")
+    if name not in FORMATS and is_as2_file(spec):
+        return read_as2_file(spec, columns, split)
+    if columns:
+        problem = "column names apply to .tsv/.csv/.jsonl/.parquet files and hf: datasets"
+        raise InputError(f"{problem}, not to {spec!r}", field="columns")
     if not sep or name not in FORMATS or not path_text:
         raise InputError(
-            f"expected NAME:PATH with NAME one of {', '.join(FORMATS)}; got {spec!r}", field="spec"
+            f"expected NAME:PATH with NAME one of {', '.join(FORMATS)}, a .tsv/.csv/.jsonl/"
+            f".parquet file or an hf:/hf-disk: dataset; got {spec!r}",
+            field="spec",
         )
     fmt, path = FORMATS[name], Path(path_text)
     if not path.exists():
@@ -73,6 +89,17 @@ def load_as2(spec: str, split: str | None = None) -> list[As2Record]:
     if split is not None:
         raise InputError(f"a split ({split!r}) selects a file in a folder; got a file", path=path)
     return fmt.read(path)
+
+
+def takes_split(spec: str) -> bool:
+    """Whether :func:`load_as2` takes a split for ``spec``: a folder of a built-in format,
+    or an ``hf:`` dataset or saved DatasetDict (``hf-disk:``) named without ``@SPLIT``."""
+    name, _, rest = spec.partition(":")
+    if name in FORMATS:
+        return Path(rest).is_dir()
+    if name == "hf" or name == "hf-disk" and (Path(rest) / "dataset_dict.json").is_file():
+        return "@" not in rest
+    return False
 
 
 def available_splits(fmt: As2Format, folder: Path) -> list[str]:
