@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from ctxsent.cli_options import OverwriteOption
 from ctxsent.corpus.cli import app as corpus_app
 from ctxsent.errors import CtxsentError, InputError
 from ctxsent.evaluation.senteval_cli import senteval
@@ -57,10 +58,6 @@ ModelOption = Annotated[
 AlphaOption = Annotated[
     str | None,
     typer.Option(help="cascade drop rate, or one per non-final exit: 0.3 or 0.3,0.3,0.2,0.1"),
-]
-
-OverwriteOption = Annotated[
-    bool, typer.Option(help="Replace the output folder even if ctxsent did not write it there.")
 ]
 
 

@@ -84,7 +84,7 @@ def atomic_path(
                 os.replace(replaced, target)  # never lose the old output
             raise
     finally:
-        _remove(tmp)
+        remove_path(tmp)
 
 
 @contextlib.contextmanager
@@ -98,10 +98,11 @@ def atomic_write(
             yield handle
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir():
+def remove_path(path: Path) -> None:
+    """Remove a file, a link or a folder with everything in it; nothing if it is absent."""
+    if path.is_dir() and not path.is_symlink():
         for child in path.iterdir():
-            _remove(child)
+            remove_path(child)
         path.rmdir()
     elif path.exists() or path.is_symlink():
         path.unlink()

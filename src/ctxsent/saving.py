@@ -127,8 +127,15 @@ def check_tensors(path: str | Path, missing=(), unexpected=()) -> None:
 
 
 def load(path: str | Path):
-    """Load any saved ctxsent model; the manifest's ``kind`` picks the class."""
+    """Load any saved ctxsent model; the manifest's ``kind`` picks the class.
+
+    Warns when the folder is the model of a training run that has not finished
+    (:func:`ctxsent.training.runs.warn_if_unfinished`).
+    """
+    from ctxsent.training.runs import warn_if_unfinished
+
     manifest = read_manifest(path)
+    warn_if_unfinished(path)
     _import_model_modules()
     kind = manifest["kind"]
     if kind not in _REGISTRY:

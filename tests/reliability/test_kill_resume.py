@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from training_run import run
 
 import ctxsent
 from ctxsent.saving import is_model_folder
+from ctxsent.training.runs import UnfinishedRunWarning
 
 CHILD = Path(__file__).with_name("training_run.py")
 
@@ -56,11 +58,14 @@ def test_nothing_half_written_looks_complete_and_resume_matches(
     interrupted = tmp_path / "interrupted"
     kill_after_first_checkpoint(tiny_bert, interrupted)
 
-    # Whatever the kill left: a model folder is complete, a checkpoint is loadable.
+    # Whatever the kill left: a model folder is complete (and says its run did not finish),
+    # a checkpoint is loadable.
+    assert json.loads((interrupted / "run.json").read_text())["status"] == "running"
     for path in interrupted.rglob("*"):
         if path.is_dir() and is_model_folder(path):
             assert path == interrupted / "model"
-            ctxsent.load(path)
+            with pytest.warns(UnfinishedRunWarning):
+                ctxsent.load(path)
     for checkpoint in (interrupted / "checkpoints").glob("*.ckpt"):
         assert "global_step" in torch.load(checkpoint, weights_only=False, map_location="cpu")
 
@@ -75,6 +80,8 @@ def test_nothing_half_written_looks_complete_and_resume_matches(
     assert steps, "the resumed run trained no step: no mid-run checkpoint was written"
     assert steps[0] > 1 and steps[-1] == 24 and len(steps) == 25 - steps[0]  # went on, not over
     uninterrupted = run(tiny_bert, tmp_path / "uninterrupted")
+    assert json.loads((interrupted / "run.json").read_text())["status"] == "finished"
+    assert not list(interrupted.glob(".*.tmp"))  # staging left by the kill is gone
     assert resumed["step"] == uninterrupted["step"]
     assert resumed["dev"] == pytest.approx(uninterrupted["dev"], abs=1e-6)
     weights = [

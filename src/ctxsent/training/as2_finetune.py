@@ -7,7 +7,8 @@ to zero), gradients clipped at 1.0, dev MAP measured every
 ``eval_every`` steps with early stopping after ``patience`` evaluations
 without improvement (the paper: 5). The best model so far is always saved as
 a ctxsent folder ``OUT/model``; ``OUT/checkpoints/last.ckpt`` lets an
-interrupted run resume where it stopped.
+interrupted run resume where it stopped, and ``OUT/run.json`` holds the run's
+settings and says whether it finished (:mod:`ctxsent.training.runs`).
 
 TANDA (Garg et al. 2020; Cascade paper, section 5.2) is two calls: transfer on
 a large AS2 set, then adapt the saved model on the target set.
@@ -28,6 +29,7 @@ from pathlib import Path
 import lightning as L
 import numpy as np
 import torch
+from lightning.fabric.utilities.rank_zero import rank_zero_only
 from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError
@@ -42,12 +44,18 @@ from ctxsent.tasks.as2_records import As2Record, group_by_question
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.progress import StderrProgressBar
+from ctxsent.training.runs import finish_run, records_digest, start_run
 from ctxsent.training.sampling import (
     LengthGroupedBatches,
     QuestionBatches,
     batches_done_this_epoch,
     length_sorted_batches,
 )
+
+#: What a fine-tuning run writes to ``OUT`` that an ``overwrite`` run starts without.
+RUN_STATE = ("checkpoints", "model", "best.json")
+#: Settings a resumed run may change: more epochs or steps go on from the checkpoint.
+RUN_LIMITS = ("train.epochs", "train.max_steps", "train.patience")
 
 
 @dataclass
@@ -188,10 +196,8 @@ class As2FineTuneModule(L.LightningModule):
         out_dir: Path,
         train_batches: LengthGroupedBatches | QuestionBatches | None = None,
         train_questions: torch.Tensor | None = None,
-        overwrite: bool = False,
     ) -> None:
-        """``train_questions``: a question number per training record (listwise loss);
-        ``overwrite``: the best model may replace any folder at ``OUT/model``."""
+        """``train_questions``: a question number per training record (listwise loss)."""
         super().__init__()
         self.ranker = ranker
         self.config = config
@@ -200,7 +206,6 @@ class As2FineTuneModule(L.LightningModule):
         self.out_dir = out_dir
         self.train_batches = train_batches
         self.train_questions = train_questions
-        self.overwrite = overwrite
         self.best_dev_map = -math.inf
         self.loss_fn = torch.nn.BCEWithLogitsLoss()
         self._dev_scores: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -237,7 +242,7 @@ class As2FineTuneModule(L.LightningModule):
         if metrics["map"] > self.best_dev_map and not self.trainer.sanity_checking:
             self.best_dev_map = metrics["map"]
             if self.trainer.is_global_zero:
-                self.ranker.save_pretrained(self.out_dir / "model", self.overwrite)
+                self.ranker.save_pretrained(self.out_dir / "model")
                 summary = {"step": self.global_step, "dev": metrics, "train": asdict(self.config)}
                 with atomic_write(self.out_dir / "best.json") as handle:
                     json.dump(summary, handle, indent=2)
@@ -365,6 +370,8 @@ def finetune_as2(
 
     An existing ``OUT/model`` is replaced if it holds a model of the same kind (a re-run)
     or ``overwrite`` is given, else refused before training (:func:`~ctxsent.io.check_output`).
+    A rerun resumes only with the same settings and data (:mod:`~ctxsent.training.runs`);
+    ``overwrite`` starts it again instead, removing :data:`RUN_STATE` first.
 
     An :class:`As2RankerSpec` is built after seeding with ``config.seed``, so the run is
     reproducible from the seed; a ranker built beforehand keeps the initialisation the
@@ -374,6 +381,9 @@ def finetune_as2(
     config = config or As2TrainConfig()
     out_dir = Path(out_dir)
     check_output(out_dir / "model", ranker.kind, overwrite)
+    if rank_zero_only.rank == 0:
+        settings = _run_settings(ranker, train, dev, config)
+        start_run(out_dir, settings, state=RUN_STATE, may_change=RUN_LIMITS, overwrite=overwrite)
     L.seed_everything(config.seed, verbose=False)
     if isinstance(ranker, As2RankerSpec):
         ranker = ranker.build()
@@ -384,9 +394,7 @@ def finetune_as2(
     dev_loader = _loader(
         ranker, dev, length_sorted_batches(_char_lengths(dev), config.eval_batch_size)
     )
-    module = As2FineTuneModule(
-        ranker, config, dev, out_dir, train_batches, train_questions, overwrite
-    )
+    module = As2FineTuneModule(ranker, config, dev, out_dir, train_batches, train_questions)
     checkpoints = newest_checkpoint(out_dir / "checkpoints")  # after every dev evaluation
     stopper = L.pytorch.callbacks.EarlyStopping("dev_map", mode="max", patience=config.patience)
     steps_per_epoch = len(train_batches)
@@ -421,4 +429,21 @@ def finetune_as2(
     if not trainer.should_stop and trainer.global_step % eval_every:
         trainer.validate(module, dev_loader, verbose=False)
     trainer.strategy.barrier()  # rank 0 writes best.json
+    if trainer.is_global_zero:
+        finish_run(out_dir)
     return json.loads((out_dir / "best.json").read_text())
+
+
+def _run_settings(
+    ranker: TransformerRanker | As2RankerSpec,
+    train: Sequence[As2Record],
+    dev: Sequence[As2Record],
+    config: As2TrainConfig,
+) -> dict:
+    """What a resumed run must share with the run it resumes (:mod:`ctxsent.training.runs`)."""
+    if isinstance(ranker, As2RankerSpec):
+        model = asdict(ranker)
+    else:
+        model = {"kind": ranker.kind, **asdict(ranker.config)}
+    data = {"train": records_digest(train), "dev": records_digest(dev)}
+    return {"train": asdict(config), "model": model, "data": data}

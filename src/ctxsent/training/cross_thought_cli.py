@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from ctxsent.cli_options import OverwriteOption
 from ctxsent.errors import InputError
 
 PRESET_HELP = (
@@ -45,6 +46,7 @@ def pretrain_command(
     accelerator: str = "auto",
     devices: str = "auto",
     seed: int = 0,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train a Cross-Thought encoder (or an MLM baseline) on a corpus."""
     from ctxsent.corpus.storage import load_corpus
@@ -65,7 +67,7 @@ def pretrain_command(
         seed=seed,
     )
     config.resolved_preset()  # unknown preset: fail before reading the corpus
-    summary = pretrain_cross_thought(load_corpus(corpus), out, config)
+    summary = pretrain_cross_thought(load_corpus(corpus), out, config, overwrite)
     typer.echo(json.dumps(summary, indent=2))
 
 

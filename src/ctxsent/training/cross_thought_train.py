@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from ctxsent.corpus.titles import EVALUATION_OVERLAP_TITLES
 from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_metrics import as2_metrics
-from ctxsent.io import atomic_write
+from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.models.cross_thought import (
     CrossThoughtModel,
@@ -58,6 +58,7 @@ from ctxsent.tasks.senteval import Pairs
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.progress import StderrProgressBar
+from ctxsent.training.runs import finish_run, start_run
 
 
 # ---- pre-training ------------------------------------------------------------------------------
@@ -150,15 +151,26 @@ def prepare_sequences(
     return chunks
 
 
-def pretrain_cross_thought(documents, out: str | Path, config: PretrainConfig) -> dict:
+def pretrain_cross_thought(
+    documents, out: str | Path, config: PretrainConfig, overwrite: bool = False
+) -> dict:
     """Pre-train ``config.preset`` on ``documents`` (an iterable of corpus documents).
 
     Stops at the preset's ``max_steps`` or after ``budget_minutes``, whichever comes first;
-    returns (and writes to ``OUT/summary.json``) what was done.
+    returns (and writes to ``OUT/summary.json``) what was done. A rerun with the same ``OUT``
+    resumes only with the same config (the budget and steps may change); ``overwrite`` starts it
+    again (:mod:`~ctxsent.training.runs`).
     """
     preset = config.resolved_preset()
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    check_output(out / "model", CrossThoughtModel.kind, overwrite)
+    start_run(
+        out,
+        asdict(config),
+        state=("checkpoints", "sequences.npz", "model"),
+        may_change=("budget_minutes", "max_steps"),
+        overwrite=overwrite,
+    )
     L.seed_everything(config.seed, verbose=False)
     model = CrossThoughtModel.build(preset.model_config(config.backbone), seed=config.seed)
     chunks = prepare_sequences(documents, model, preset, config, out)
@@ -208,6 +220,7 @@ def pretrain_cross_thought(documents, out: str | Path, config: PretrainConfig) -
     }
     with atomic_write(out / "summary.json") as handle:
         json.dump(summary, handle, indent=2)
+    finish_run(out)
     return summary
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import typer
 
+from ctxsent.cli_options import OverwriteOption
 from ctxsent.errors import InputError
 from ctxsent.training.encoder_presets import PRESETS, PretrainConfig, preset_config
 
@@ -61,6 +62,7 @@ def pretrain_encoder(
     max_steps: int | None = typer.Option(None, help="Optimiser steps of the whole run."),
     set_: list[str] = typer.Option([], "--set", help="Override a setting: KEY=VALUE."),
     list_presets: bool = typer.Option(False, "--list", help="Print the presets and exit."),
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train an RNN-CNN or Mean-Max AAE sentence encoder; saves OUT/encoder."""
     from ctxsent.corpus import load_corpus
@@ -85,6 +87,6 @@ def pretrain_encoder(
         if value is not None:
             overrides[key] = value
     config = preset_config(preset, overrides)
-    summary = run(load_corpus(corpus), out, config)
+    summary = run(load_corpus(corpus), out, config, overwrite)
     typer.echo(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=2))
     typer.echo(f"encoder saved to {out / 'encoder'}")

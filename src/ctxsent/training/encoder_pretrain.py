@@ -2,9 +2,10 @@
 
 Settings and presets are in :mod:`~ctxsent.training.encoder_presets`.
 
-``OUT`` after a run: ``vocab.txt`` (training vocabulary), ``pretrain.json`` (the config),
-``checkpoints/last.ckpt`` (encoder + decoder + optimiser; a rerun with the same
-``OUT`` resumes from it, and ``max_minutes`` / ``max_steps`` count the whole run; a run
+``OUT`` after a run: ``vocab.txt`` (training vocabulary), ``run.json`` (the config and
+whether the run finished, :mod:`~ctxsent.training.runs`), ``checkpoints/last.ckpt``
+(encoder + decoder + optimiser; a rerun with the same ``OUT`` and config resumes from it,
+``max_minutes`` / ``max_steps`` may change and count the whole run; a run
 resumed from the end-of-run checkpoint starts a new epoch, i.e. a new batch order),
 ``logs/`` (CSV losses), ``encoder/`` (the ctxsent model folder: encoder only, vocabulary
 expanded, no decoder) and ``train.json`` (steps, loss, speed).
@@ -25,7 +26,7 @@ from torch.utils.data import DataLoader
 
 from ctxsent.corpus.document import Document
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_write
+from ctxsent.io import atomic_write, check_output
 from ctxsent.models.bag_of_words import WordVectors
 from ctxsent.models.mean_max_aae import MeanMaxAaeConfig, MeanMaxAaeEncoder
 from ctxsent.models.precision import lightning_precision
@@ -46,6 +47,7 @@ from ctxsent.text.vocabulary import Vocabulary, corpus_sentences, tokenize_corpu
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.encoder_presets import GLOVE_PACKAGE, PretrainConfig
 from ctxsent.training.progress import StderrProgressBar
+from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import LengthGroupedBatches, batches_done_this_epoch
 
 LIMITS = ("max_steps", "max_minutes")  # may change when a run is resumed
@@ -91,10 +93,18 @@ def load_word_vectors(config: PretrainConfig) -> WordVectors | None:
     return vectors
 
 
+#: The encoder class each ``config.model`` trains.
+ENCODERS: dict[str, type[WordLevelEncoder]] = {
+    "rnn-cnn": RnnCnnEncoder,
+    "mean-max-aae": MeanMaxAaeEncoder,
+}
+
+
 def build_objective(
     config: PretrainConfig, vocabulary: Vocabulary, vectors: WordVectors | None
 ) -> torch.nn.Module:
     """The encoder (embeddings from ``vectors`` when given) wrapped in its paper's objective."""
+    encoder_class(config)  # a known model
     if config.model == "rnn-cnn":
         encoder: WordLevelEncoder = RnnCnnEncoder(
             RnnCnnConfig(
@@ -107,7 +117,7 @@ def build_objective(
             ),
             vocabulary,
         )
-    elif config.model == "mean-max-aae":
+    else:
         encoder = MeanMaxAaeEncoder(
             MeanMaxAaeConfig(
                 len(vocabulary),
@@ -122,8 +132,6 @@ def build_objective(
             ),
             vocabulary,
         )
-    else:
-        raise InputError(f"unknown model {config.model!r}", field="model")
     if vectors is not None:
         matrix, _ = pretrained_embeddings(vocabulary, vectors, config.seed)
         with torch.no_grad():
@@ -151,28 +159,30 @@ def export_encoder(
     return len(vocabulary)
 
 
-def _check_resumable(out: Path, config: PretrainConfig) -> None:
-    saved_path = out / "pretrain.json"
-    current = json.loads(json.dumps(asdict(config)))
-    if saved_path.is_file():
-        saved = json.loads(saved_path.read_text(encoding="utf-8"))
-        changed = sorted(k for k in current if k not in LIMITS and saved.get(k) != current[k])
-        if changed:
-            raise InputError(
-                f"{out} holds a run with other settings ({', '.join(changed)}); use a new --out",
-                path=saved_path,
-            )
-    with atomic_write(saved_path) as handle:
-        json.dump(current, handle, indent=2)
+def encoder_class(config: PretrainConfig) -> type[WordLevelEncoder]:
+    """The encoder class ``config.model`` trains (:data:`ENCODERS`)."""
+    if config.model not in ENCODERS:
+        known = ", ".join(ENCODERS)
+        raise InputError(f"unknown model {config.model!r} (known: {known})", field="model")
+    return ENCODERS[config.model]
 
 
 def pretrain_encoder(
-    documents: Iterable[Document], out_dir: str | Path, config: PretrainConfig
+    documents: Iterable[Document],
+    out_dir: str | Path,
+    config: PretrainConfig,
+    overwrite: bool = False,
 ) -> dict:
-    """Train per ``config`` on ``documents``; write ``OUT`` (see the module docstring)."""
+    """Train per ``config`` on ``documents``; write ``OUT`` (see the module docstring).
+
+    ``overwrite`` starts again a run that ``OUT`` holds with other settings.
+    """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    _check_resumable(out, config)
+    check_output(out / "encoder", encoder_class(config).kind, overwrite)
+    start_run(
+        out, asdict(config), state=("checkpoints", "vocab.txt", "encoder"), may_change=LIMITS,
+        overwrite=overwrite,
+    )  # fmt: skip
     L.seed_everything(config.seed, verbose=False)
     vectors = load_word_vectors(config)
     documents = list(documents) if not hasattr(documents, "__len__") else documents
@@ -238,4 +248,5 @@ def pretrain_encoder(
     }
     with atomic_write(out / "train.json") as handle:
         json.dump(summary, handle, indent=2)
+    finish_run(out)
     return summary

@@ -16,6 +16,8 @@ from typing import Annotated
 
 import typer
 
+from ctxsent.cli_options import OverwriteOption
+
 
 def pretrain_data_ssp(
     corpus: Annotated[Path, typer.Option(help="corpus folder ('ctxsent corpus build')")],
@@ -98,6 +100,7 @@ def pretrain_ssp(
     accelerator: str | None = None,
     devices: str | None = None,
     seed: int | None = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """MLM + SSP (or ELECTRA: MLM + RTD + SSP) pre-training; resumable; fine-tune OUT/model."""
     from ctxsent.training.ssp_pretrain import preset as named
@@ -119,7 +122,7 @@ def pretrain_ssp(
         devices=int(devices) if devices and devices.isdigit() else devices,
         seed=seed,
     )
-    result = run(data, out, config)
+    result = run(data, out, config, overwrite=overwrite)
     typer.echo(json.dumps({k: result[k] for k in ("steps", "final")}, indent=2))
 
 

@@ -53,11 +53,12 @@ from pathlib import Path
 import lightning as L
 import torch
 import torch.nn.functional as F
+from lightning.fabric.utilities.rank_zero import rank_zero_only
 from torch import nn
 from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_write
+from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
@@ -75,6 +76,7 @@ from ctxsent.objectives.ssp_data import TOKENIZER_DIR, example_lengths, load_ssp
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.progress import StderrProgressBar
+from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import StepBatches
 from ctxsent.training.ssp_heldout import ssp_heldout_metrics, unseen_indices
 
@@ -327,6 +329,10 @@ def _check_tokenizer(data_tokenizer, model_tokenizer, data: Path) -> None:
         )
 
 
+def _new_ranker_kind(config: SspPretrainConfig) -> str:
+    return CascadeRanker.kind if config.readout == "mean" else CrossEncoderRanker.kind
+
+
 def _new_ranker(config: SspPretrainConfig, tokenizer) -> CrossEncoderRanker | CascadeRanker:
     if config.readout == "mean":
         from transformers import AutoConfig
@@ -347,13 +353,16 @@ def pretrain_ssp(
     config: SspPretrainConfig | None = None,
     ranker: CrossEncoderRanker | CascadeRanker | None = None,
     callbacks: list | None = None,
+    overwrite: bool = False,
 ) -> dict:
     """Pre-train on the SSP dataset folder ``data``; the model goes to ``OUT/model``.
 
     Resumes from ``OUT/checkpoints/last.ckpt`` when it exists. ``ranker``
     replaces the backbone named in ``config`` (tests pass tiny models); with
     ``config.electra`` the model is a new ELECTRA discriminator that uses the
-    data folder's tokenizer. ``callbacks`` are extra Lightning callbacks.
+    data folder's tokenizer. ``callbacks`` are extra Lightning callbacks. A rerun with the
+    same ``OUT`` resumes only with the same config and data; ``overwrite`` starts it again,
+    replacing ``OUT/model`` (:mod:`~ctxsent.training.runs`).
     Returns the summary written to ``OUT/pretrain.json``.
     """
     from transformers import AutoTokenizer
@@ -373,6 +382,13 @@ def pretrain_ssp(
             f"max_length {config.max_length}",
             path=data,
         )
+    model = {"kind": ranker.kind, **asdict(ranker.config)} if ranker is not None else None
+    kind = ranker.kind if ranker is not None else _new_ranker_kind(config)
+    check_output(out_dir / "model", kind, overwrite)
+    if rank_zero_only.rank == 0:
+        data_identity = {"examples": summary["examples"], **summary["config"]}
+        settings = {"train": asdict(config), "model": model, "data": data_identity}
+        start_run(out_dir, settings, state=("checkpoints", "model"), overwrite=overwrite)
     tokenizer = AutoTokenizer.from_pretrained(data / TOKENIZER_DIR)
     L.seed_everything(config.seed, verbose=False)  # new weights depend on the seed only
     if ranker is None:
@@ -436,4 +452,5 @@ def pretrain_ssp(
     }
     with atomic_write(out_dir / "pretrain.json") as handle:
         json.dump(result, handle, indent=2)
+    finish_run(out_dir)
     return result

@@ -1,0 +1,140 @@
+"""A training run's folder: a rerun resumes only with the run's settings, and a run that
+did not finish can be told from one that did."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+
+import pytest
+from training_run import CONFIG
+
+import ctxsent
+from ctxsent.errors import InputError
+from ctxsent.tasks.as2_jsonl import write_as2_jsonl
+from ctxsent.training.as2_finetune import As2RankerSpec, As2TrainConfig, finetune_as2
+from ctxsent.training.runs import (
+    UnfinishedRunWarning,
+    finish_run,
+    start_run,
+    unfinished_run,
+)
+from synthetic import synthetic_as2
+
+SHORT = {**CONFIG, "max_steps": 2, "eval_every": 2}
+TRAIN, DEV = synthetic_as2(8, seed=1), synthetic_as2(4, seed=2)
+
+
+def train(tiny_bert, out, train=TRAIN, overwrite=False, contextual=False, **changes):
+    spec = As2RankerSpec(init=str(tiny_bert), max_length=32, contextual=contextual)
+    config = As2TrainConfig(**{**SHORT, **changes})
+    return finetune_as2(spec, train, DEV, out, config, overwrite)
+
+
+def status(out) -> str:
+    return json.loads((out / "run.json").read_text())["status"]
+
+
+def test_a_rerun_with_other_settings_is_refused_naming_them_and_overwrite_starts_again(
+    tiny_bert, tmp_path, monkeypatch
+):
+    out = tmp_path / "run"
+    train(tiny_bert, out)
+    assert status(out) == "finished"
+    checkpoint = (out / "checkpoints" / "latest.ckpt").read_bytes()
+    refusals = {
+        "train.learning_rate: 0.003 -> 0.001": dict(learning_rate=1e-3),
+        "train.batch_size: 8 -> 4": dict(batch_size=4),
+        "model.contextual: False -> True": dict(contextual=True),  # was a size mismatch
+        "data.train: ": dict(train=synthetic_as2(8, seed=3)),
+    }
+    for expected, changes in refusals.items():
+        with pytest.raises(InputError, match="other settings") as refused:
+            train(tiny_bert, out, **changes)
+        assert expected in str(refused.value) and "--overwrite" in str(refused.value)
+        assert str(refused.value).count("->") == 1  # only what differs
+    assert (out / "checkpoints" / "latest.ckpt").read_bytes() == checkpoint
+    assert status(out) == "finished"
+
+    from ctxsent.training.as2_finetune import As2FineTuneModule
+
+    steps: list[int] = []
+    monkeypatch.setattr(
+        As2FineTuneModule, "on_train_batch_end", lambda self, *_: steps.append(self.global_step)
+    )
+    train(tiny_bert, out, overwrite=True, learning_rate=1e-3)
+    assert steps == [1, 2]  # from the start, not from the old run's checkpoint
+    stored = json.loads((out / "run.json").read_text())
+    assert stored["status"] == "finished" and stored["settings"]["train"]["learning_rate"] == 1e-3
+
+
+def test_limits_may_change_and_a_rerun_goes_on_from_the_checkpoint(tiny_bert, tmp_path):
+    import torch
+
+    out = tmp_path / "run"
+    train(tiny_bert, out)
+    train(tiny_bert, out, max_steps=4)
+    last = torch.load(out / "checkpoints" / "last.ckpt", weights_only=False, map_location="cpu")
+    assert last["global_step"] == 4 and status(out) == "finished"
+
+
+def test_training_state_with_no_run_file_is_refused(tmp_path):
+    out = tmp_path / "run"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "checkpoints" / "last.ckpt").write_bytes(b"from another version")
+    with pytest.raises(InputError, match="no run.json, so its settings are unknown"):
+        start_run(out, {"lr": 1})
+    start_run(out, {"lr": 1}, overwrite=True)
+    assert not (out / "checkpoints").exists() and status(out) == "running"
+
+
+def test_staging_left_by_a_kill_is_removed_and_nothing_else(tmp_path):
+    out = tmp_path / "run"
+    (out / ".model.k2j1.tmp" / "model").mkdir(parents=True)
+    (out / ".best.json.x9.tmp").mkdir()
+    (out / "notes.txt").write_text("mine")
+    start_run(out, {"lr": 1})
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "run.json"]
+
+
+def test_loading_the_model_of_an_unfinished_run_warns(tiny_bert, tmp_path):
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+
+    out = tmp_path / "run"
+    start_run(out, {"lr": 1})
+    CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32).save_pretrained(out / "model")
+    assert unfinished_run(out / "model") == out / "run.json"
+    with pytest.warns(UnfinishedRunWarning, match="has not finished"):
+        ctxsent.load(out / "model")
+    finish_run(out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnfinishedRunWarning)
+        ctxsent.load(out / "model")
+    assert unfinished_run(out / "model") is None
+
+
+def test_the_cli_refuses_changed_settings_in_one_line(tiny_bert, tmp_path, monkeypatch, capsys):
+    from ctxsent.cli import main
+
+    data = tmp_path / "data"
+    write_as2_jsonl(TRAIN, data / "train.jsonl")
+    write_as2_jsonl(DEV, data / "dev.jsonl")
+    command = [
+        "ctxsent", "finetune", "as2", "--data", f"squad-as2:{data}", "--out",
+        str(tmp_path / "run"), "--init", str(tiny_bert), "--max-steps", "2", "--eval-every",
+        "2", "--batch-size", "8", "--max-length", "32", "--accelerator", "cpu",
+    ]  # fmt: skip
+
+    def run(*extra: str) -> int:
+        monkeypatch.setattr(sys, "argv", [*command, *extra])
+        with pytest.raises(SystemExit) as exited:
+            main()
+        return exited.value.code
+
+    assert run() in (0, None)
+    capsys.readouterr()
+    assert run("--lr", "1e-3") == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "train.learning_rate: 2e-05 -> 0.001" in error
+    assert run("--lr", "1e-3", "--overwrite") in (0, None)
