@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import gzip
 import io
 import json
@@ -63,11 +64,14 @@ def atomic_path(
     A folder output names its ``kind``, which is written to its :data:`OUTPUT_MARKER`
     file; an existing folder at ``target`` is refused by :func:`check_output` before
     anything is yielded. On any exception the temporary file or folder is removed, so a
-    crash never leaves a half-written output that looks complete.
+    crash never leaves a half-written output that looks complete; what a killed process
+    left there is removed by the next write of the same output.
     """
     target = Path(target)
     check_output(target, kind, overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+        remove_path(stale)  # left by a write of the same output that was killed
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     staged = tmp / target.name
     try:

@@ -106,3 +106,11 @@ def test_file_outputs_never_replace_a_non_empty_folder(thesis, tmp_path):
         staged.mkdir()
     assert os.listdir(tmp_path / "empty") == [OUTPUT_MARKER]
     assert thesis.read_text() == "x\n"
+
+
+def test_staging_a_killed_write_left_is_removed_by_the_next_write_of_that_output(tmp_path):
+    (tmp_path / ".report.json.k2j1.tmp" / "report.json").mkdir(parents=True)
+    (tmp_path / ".other.json.k2j1.tmp").mkdir()
+    with atomic_write(tmp_path / "report.json") as handle:
+        handle.write("{}")
+    assert sorted(os.listdir(tmp_path)) == [".other.json.k2j1.tmp", "report.json"]
