@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -405,7 +406,11 @@ def cascade_sequential(
 
 
 def main() -> None:
-    """Entry point: usage errors print the usage, toolkit errors one line; both exit 2."""
+    """Entry point: usage errors print the usage, toolkit errors one line; both exit 2.
+
+    Warnings print as one line each (``warning: ...``), not with the code that raised them.
+    """
+    warnings.formatwarning = lambda message, *_, **__: f"warning: {message}\n"
     try:
         app()  # standalone: click prints usage errors itself and exits
     except CtxsentError as err:

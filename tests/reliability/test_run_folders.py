@@ -138,3 +138,23 @@ def test_the_cli_refuses_changed_settings_in_one_line(tiny_bert, tmp_path, monke
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and "train.learning_rate: 2e-05 -> 0.001" in error
     assert run("--lr", "1e-3", "--overwrite") in (0, None)
+
+
+def test_the_cli_warns_in_one_line_when_it_loads_an_unfinished_runs_model(tiny_bert, tmp_path):
+    import subprocess
+
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+
+    out = tmp_path / "run"
+    start_run(out, {"lr": 1})
+    CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32).save_pretrained(out / "model")
+    document = tmp_path / "doc.txt"
+    document.write_text("The sky is blue. Grass is green.\n")
+    ranked = subprocess.run(
+        [sys.executable, "-m", "ctxsent.cli", "rank", "--model", str(out / "model"),
+         "--question", "what colour", "--document", str(document)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert ranked.returncode == 0, ranked.stderr
+    [warning] = [line for line in ranked.stderr.splitlines() if "has not finished" in line]
+    assert warning.startswith(f"warning: {out / 'model'} comes from a run")
