@@ -62,6 +62,16 @@ AlphaOption = Annotated[
 ]
 
 
+ColumnsOption = Annotated[
+    str | None,
+    typer.Option(
+        help="your file's column names: question=Query,candidate=Passage,label=Relevant "
+        "(fields: question candidate label question_id previous next document_id "
+        "document_title)"
+    ),
+]
+
+
 def apply_alpha(ranker, alpha: str | None) -> None:
     """Set a staged ranker's drop rates from ``--alpha`` (an error for other rankers)."""
     if alpha is None:
@@ -82,12 +92,15 @@ def parse_numbers(text: str, kind: type, option: str) -> list:
         raise InputError(f"expected comma-separated numbers, got {text!r}", field=option) from None
 
 
-def evaluation_records(data: str, split: str, clean_questions: bool):
-    """Records of ``split`` of a folder spec (a file spec is one split), cleaned if asked."""
-    from ctxsent.tasks.as2_load import load_as2
+def evaluation_records(data: str, split: str, clean_questions: bool, columns: str | None = None):
+    """Records of ``split`` of a folder or dataset spec (a file is one split), cleaned if asked;
+    ``columns`` is ``--columns``."""
+    from ctxsent.tasks.as2_files import parse_columns
+    from ctxsent.tasks.as2_load import load_as2, takes_split
     from ctxsent.tasks.as2_records import clean
 
-    records = load_as2(data, split if Path(data.partition(":")[2]).is_dir() else None)
+    columns = parse_columns(columns) if columns else None
+    records = load_as2(data, split if takes_split(data) else None, columns)
     records = clean(records) if clean_questions else records
     if not records:
         raise InputError(f"split {split!r} of {data} has no questions to evaluate", field="split")
@@ -149,8 +162,33 @@ def demo(
 
 @finetune_app.command("as2")
 def finetune_as2_command(
-    data: Annotated[str, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, squad-as2:DIR")],
     out: Annotated[Path, typer.Option(help="run folder; the best model goes to OUT/model")],
+    data: Annotated[
+        str | None, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, squad-as2:DIR, hf:NAME")
+    ] = None,
+    train_file: Annotated[
+        str | None,
+        typer.Option(
+            "--train",
+            help="your own data instead of --data: a .tsv/.csv/.jsonl/.parquet file or a "
+            "dataset, hf:NAME or hf-disk:PATH (@SPLIT picks a split); needs --dev",
+        ),
+    ] = None,
+    dev_file: Annotated[
+        str | None, typer.Option("--dev", help="your dev file (as --train): early stopping")
+    ] = None,
+    test_file: Annotated[
+        str | None, typer.Option("--test", help="your test file, scored by the best model")
+    ] = None,
+    columns: ColumnsOption = None,
+    mine_negatives: Annotated[
+        str | None,
+        typer.Option(
+            help="bm25 | bi-encoder[:BACKBONE]: add each question's hard negatives to your "
+            "files, each from its own candidates (for question-answer pairs)"
+        ),
+    ] = None,
+    negatives: Annotated[int, typer.Option(help="negatives mined per question")] = 5,
     init: Annotated[
         str, typer.Option(help="backbone (HF folder/id) or a ctxsent ranker to continue (TANDA)")
     ] = "all-MiniLM-L6-v2",
@@ -217,8 +255,14 @@ def finetune_as2_command(
     seed: int = 42,
     overwrite: OverwriteOption = False,
 ) -> None:
-    """Fine-tune a cross-encoder AS2 ranker; early stopping on dev MAP; resumable."""
+    """Fine-tune a cross-encoder AS2 ranker; early stopping on dev MAP; resumable.
+
+    Data: --data SPEC, or your own files: --train FILE --dev FILE [--test FILE].
+    """
+    from ctxsent.evaluation.as2_metrics import as2_metrics
     from ctxsent.io import check_output
+    from ctxsent.models.baseline_rankers import load_ranker
+    from ctxsent.tasks.as2_files import parse_columns, read_fine_tuning_files
     from ctxsent.tasks.as2_load import load_as2
     from ctxsent.tasks.as2_records import clean, first_questions
     from ctxsent.training.as2_finetune import As2RankerSpec, As2TrainConfig, finetune_as2
@@ -243,22 +287,43 @@ def finetune_as2_command(
     )
     exit_layers = parse_numbers(exits, int, "exits") if exits else ()
     spec = As2RankerSpec(init, contextual, max_length, cascade, exit_layers, layers)
+    own_files = bool(train_file or dev_file or test_file or mine_negatives)
+    if (data is not None) == own_files or own_files and not (train_file and dev_file):
+        raise InputError(
+            "expected --data SPEC or --train FILE --dev FILE [--test FILE] [--mine-negatives], "
+            "one of the two",
+            field="data",
+        )
     check_output(out / "model", spec.kind, overwrite)  # before the data loads
-    train = load_as2(data, train_split)
+    column_names = parse_columns(columns) if columns else None
+    if data is None:
+        train, dev, test = read_fine_tuning_files(
+            train_file, dev_file, test_file, column_names, mine_negatives, negatives, seed
+        )
+    else:
+        train = load_as2(data, train_split, column_names)
+        dev = load_as2(dev_data or data, dev_split, column_names)
+        test = []
     train = clean(train) if train_clean else train
-    dev = load_as2(dev_data or data, dev_split)
     dev = clean(dev) if dev_clean else dev
     if dev_questions is not None:
         dev = first_questions(dev, dev_questions)
     best = finetune_as2(spec, train, dev, out, config, overwrite)
+    if test:
+        test = clean(test)
+        scores = load_ranker(str(out / "model")).predict(test, batch_size=config.eval_batch_size)
+        best["test"] = as2_metrics([r.question_id for r in test], [r.label for r in test], scores)
     typer.echo(json.dumps({"model": str(out / "model"), **best}, indent=2))
 
 
 @eval_app.command("as2")
 def eval_as2(
     model: ModelOption,
-    data: Annotated[str, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, selqa:DIR")],
+    data: Annotated[
+        str, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, selqa:DIR; or FILE.csv, hf:NAME...")
+    ],
     split: Annotated[str, typer.Option(help="split of a folder (ignored for a file)")] = "test",
+    columns: ColumnsOption = None,
     clean_questions: Annotated[
         bool, typer.Option("--clean/--all", help="drop questions without both labels")
     ] = True,
@@ -277,7 +342,7 @@ def eval_as2(
     from ctxsent.evaluation.significance import paired_bootstrap
     from ctxsent.models.baseline_rankers import load_ranker
 
-    records = evaluation_records(data, split, clean_questions)
+    records = evaluation_records(data, split, clean_questions, columns)
     ids, labels = [r.question_id for r in records], [r.label for r in records]
     ranker = load_ranker(model)
     second = load_ranker(against) if against else None  # a bad folder fails before scoring

@@ -102,6 +102,33 @@ def read_as2_file(
     return _records(table, used)
 
 
+def read_fine_tuning_files(
+    train: str,
+    dev: str,
+    test: str | None = None,
+    columns: dict[str, str] | None = None,
+    mine: str | None = None,
+    negatives: int = 5,
+    seed: int = 0,
+) -> tuple[list[As2Record], list[As2Record], list[As2Record]]:
+    """``(train, dev, test)`` records from a user's files, checked before training starts.
+
+    Each is read by :func:`read_as2_file` (``test`` may be left out: ``[]``); with ``mine``
+    (``bm25`` | ``bi-encoder[:BACKBONE]``) each gets ``negatives`` mined per question from
+    its own candidates (:func:`~ctxsent.tasks.negative_mining.mine_negatives`, no leakage
+    between splits); then :func:`check_fine_tuning_splits`.
+    """
+    from ctxsent.tasks.negative_mining import mine_negatives
+
+    splits = [read_as2_file(source, columns) if source else [] for source in (train, dev, test)]
+    if mine is not None:
+        splits = [
+            mine_negatives(split, mine, negatives, seed=seed) if split else [] for split in splits
+        ]
+    check_fine_tuning_splits(*splits)
+    return splits[0], splits[1], splits[2]
+
+
 def check_fine_tuning_splits(
     train: Sequence[As2Record], dev: Sequence[As2Record], test: Sequence[As2Record] = ()
 ) -> None:

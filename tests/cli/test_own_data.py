@@ -1,0 +1,116 @@
+"""``ctxsent finetune as2 --train --dev`` and ``eval as2`` on a user's own files."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pandas as pd
+
+from synthetic import synthetic_as2
+
+COLUMNS = "question_id=Id,question=Query,candidate=Passage,label=Relevant"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ctxsent.cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def own_file(path, questions: int, seed: int, *, labels: bool = True):
+    """Synthetic AS2 data under the user's column names, ids prefixed by the file's stem."""
+    data = pd.DataFrame([record.to_dict() for record in synthetic_as2(questions, seed)])
+    data = data.rename(
+        columns={
+            "question_id": "Id",
+            "question": "Query",
+            "candidate": "Passage",
+            "label": "Relevant",
+        }
+    )[["Id", "Query", "Passage", "Relevant"]]
+    data["Id"] = path.stem + "-" + data["Id"]
+    if not labels:  # question-answer pairs only
+        data = data[data["Relevant"] == 1]
+    if path.suffix == ".csv":
+        data.to_csv(path, index=False)
+    elif path.suffix == ".tsv":
+        data.to_csv(path, sep="\t", index=False, quoting=csv.QUOTE_NONE)
+    else:
+        data.to_parquet(path, index=False)
+    return path
+
+
+def test_finetune_on_own_files_then_evaluate_a_parquet_file(tmp_path, tiny_bert):
+    train = own_file(tmp_path / "train.csv", 16, seed=1)
+    dev = own_file(tmp_path / "dev.tsv", 4, seed=2)
+    test = own_file(tmp_path / "test.parquet", 4, seed=3)
+    out = tmp_path / "run"
+    trained = run_cli(
+        "finetune", "as2", "--train", str(train), "--dev", str(dev), "--test", str(test),
+        "--columns", COLUMNS, "--out", str(out), "--init", str(tiny_bert), "--max-steps", "2",
+        "--eval-every", "1", "--batch-size", "8", "--max-length", "32",
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    report = json.loads(trained.stdout)
+    assert report["model"] == str(out / "model") and (out / "model").is_dir()
+    assert report["dev"]["questions"] == 4 and report["test"]["pairs"] == 16
+
+    evaluated = run_cli(
+        "eval", "as2", "--model", str(out / "model"), "--data", str(test), "--columns", COLUMNS
+    )
+    assert evaluated.returncode == 0, evaluated.stderr
+    scores = json.loads(evaluated.stdout)
+    assert (scores["questions"], scores["pairs"]) == (4, 16)
+
+
+def invoke(*args: str):
+    """Run a command in this process (no interpreter start): the result and its JSON."""
+    from typer.testing import CliRunner
+
+    from ctxsent.cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    return result, json.loads(result.stdout) if result.exit_code == 0 else None
+
+
+def test_question_answer_pairs_train_with_mined_negatives(tmp_path, tiny_bert):
+    train = own_file(tmp_path / "train.csv", 8, seed=1, labels=False)
+    dev = own_file(tmp_path / "dev.csv", 4, seed=2, labels=False)
+    result, report = invoke(
+        "finetune", "as2", "--train", str(train), "--dev", str(dev), "--columns", COLUMNS,
+        "--mine-negatives", "bm25", "--negatives", "2", "--out", str(tmp_path / "run"),
+        "--init", str(tiny_bert), "--max-steps", "1", "--batch-size", "8", "--max-length", "32",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert report["dev"]["questions"] == 4 and report["dev"]["pairs"] == 4 * 3
+
+
+def test_own_files_are_checked_before_training(tmp_path, tiny_bert):
+    from ctxsent.errors import InputError
+
+    train = own_file(tmp_path / "train.csv", 4, seed=1)
+    unanswered = tmp_path / "unanswered.csv"
+    data = pd.read_csv(own_file(tmp_path / "dev.csv", 4, seed=2))
+    data.loc[data["Id"].isin(["dev-q1", "dev-q2"]), "Relevant"] = 0
+    data.to_csv(unanswered, index=False)
+    pairs = own_file(tmp_path / "pairs.csv", 4, seed=3, labels=False)
+    finetune = ["finetune", "as2", "--out", str(tmp_path / "run"), "--init", str(tiny_bert)]
+    cases = [
+        (["--train", str(train)], "field 'data': expected --data SPEC or --train FILE --dev"),
+        (["--data", f"jsonl:{train}", "--train", str(train)], "one of the two"),
+        (["--train", str(train), "--dev", str(train)], "field 'dev': 4 question(s) are also in"),
+        (
+            ["--train", str(train), "--dev", str(unanswered)],
+            "field 'dev': 2 of 4 questions have no positive answer",
+        ),
+        (["--train", str(pairs), "--dev", str(train)], "field 'train': every pair is positive"),
+        (["--train", str(train), "--dev", str(pairs), "--columns", "label=Label"], "no column"),
+    ]
+    for args, message in cases:
+        result, _ = invoke(*finetune, "--columns", COLUMNS, *args)
+        assert isinstance(result.exception, InputError), (args, result.output)
+        assert message in str(result.exception), args
+    assert not (tmp_path / "run").exists()
