@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import IO
 
 from ctxsent.errors import InputError, check_unicode
-from ctxsent.saving import MANIFEST
 
 OUTPUT_MARKER = ".ctxsent-output"
+#: A saved model's manifest (:mod:`ctxsent.saving`), which names its kind.
+MANIFEST = "ctxsent.json"
 
 
 def output_kind(folder: str | Path) -> str | None:

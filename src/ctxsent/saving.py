@@ -8,25 +8,26 @@ reads the kind and hands the folder to the registered class. Pickled weights
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from ctxsent.errors import ModelFolderError
+from ctxsent.io import MANIFEST, atomic_path, atomic_write
 
-MANIFEST = "ctxsent.json"
+MODEL_CARD = "README.md"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 FORMAT_VERSION = 1
 
-_REGISTRY: dict[str, Callable[[Path], Any]] = {}
+_REGISTRY: dict[str, type] = {}
 
 
 def register_model(kind: str):
     """Class decorator: ``load()`` builds folders of ``kind`` with ``cls.from_pretrained``."""
 
     def decorate(cls):
-        _REGISTRY[kind] = cls.from_pretrained
+        _REGISTRY[kind] = cls
         cls.kind = kind
         return cls
 
@@ -38,10 +39,71 @@ def is_model_folder(path: str | Path) -> bool:
     return (Path(path) / MANIFEST).is_file()
 
 
-def write_manifest(folder: Path, kind: str, config: dict) -> None:
-    (folder / MANIFEST).write_text(
-        json.dumps({"kind": kind, "format": FORMAT_VERSION, "config": config}, indent=2) + "\n"
-    )
+@contextlib.contextmanager
+def model_folder(
+    path: str | Path, kind: str, config: dict, overwrite: bool = False
+) -> Iterator[Path]:
+    """Write a model folder: the one way every model saves itself.
+
+    Yields an empty staging folder for the model's weights (safetensors) and tokenizer;
+    then the manifest (``kind``, format version, ``config``) and a model card are added,
+    and the folder replaces ``path`` atomically (:func:`~ctxsent.io.atomic_path`: an
+    existing folder only if it holds this kind of model, or with ``overwrite``).
+    """
+    with atomic_path(path, kind, overwrite=overwrite) as staged:
+        staged.mkdir()
+        yield staged
+        (staged / MANIFEST).write_text(
+            json.dumps({"kind": kind, "format": FORMAT_VERSION, "config": config}, indent=2) + "\n"
+        )
+        write_model_card(staged)
+
+
+def write_model_card(folder: str | Path, training: dict | None = None) -> None:
+    """Write ``README.md`` for the model in ``folder``: what it is, its settings, how it was
+    trained (``training``: a trainer's summary, with ``dev`` metrics when it has them) and
+    how to use it here and elsewhere."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    kind = manifest["kind"]
+    _import_model_modules()
+    summary = (_REGISTRY[kind].__doc__ or "").strip().splitlines()
+    lines = [f"# A ctxsent `{kind}` model", "", *summary[:1], ""]
+    lines += _table(("setting", "value"), manifest["config"].items(), "`{}`", json.dumps)
+    if training:
+        lines += ["", "## Training", ""]
+        lines += [f"- {k}: `{json.dumps(v)}`" for k, v in training.items() if k != "dev"]
+        metrics = {k: v for k, v in training.get("dev", {}).items() if isinstance(v, float)}
+        if metrics:
+            lines += ["", f"Dev metrics ({METRIC_CONVENTIONS}):", ""]
+            lines += _table(("metric", "value"), metrics.items(), "{:.4f}")
+    name = folder.name
+    lines += [
+        "",
+        "## Use",
+        "",
+        f'`ctxsent.load("{name}")` in Python (the path of this folder); on the command line '
+        f"`ctxsent rank --model {name}`, `ctxsent eval as2 --model {name}`, "
+        f"`ctxsent serve {name}`. Other runtimes: `ctxsent export {name} --to "
+        "sentence-transformers|cross-encoder|onnx --out DIR` writes a folder that "
+        "sentence-transformers or onnxruntime loads, giving the same scores, or refuses a "
+        "model that cannot be exported exactly.",
+    ]
+    with atomic_write(folder / MODEL_CARD) as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def _table(header: tuple[str, str], rows, fmt: str = "{}", convert=lambda v: v) -> list[str]:
+    """Markdown table lines for ``(key, value)`` rows, values shown as ``fmt``."""
+    lines = [f"| {header[0]} | {header[1]} |", "|---|---|"]
+    return lines + [f"| {key} | {fmt.format(convert(value))} |" for key, value in rows]
+
+
+#: How the AS2 metrics in model cards are computed (:mod:`ctxsent.evaluation.as2_metrics`).
+METRIC_CONVENTIONS = (
+    "macro averages over questions; ties ranked pessimistically; a question without a "
+    "correct candidate scores 0"
+)
 
 
 def read_manifest(folder: str | Path) -> dict:
@@ -144,7 +206,7 @@ def load(path: str | Path):
             path=Path(path) / MANIFEST,
             field="kind",
         )
-    return _REGISTRY[kind](Path(path))
+    return _REGISTRY[kind].from_pretrained(Path(path))
 
 
 def _import_model_modules() -> None:

@@ -79,6 +79,18 @@ def test_limits_may_change_and_a_rerun_goes_on_from_the_checkpoint(tiny_bert, tm
     assert last["global_step"] == 4 and status(out) == "finished"
 
 
+def test_a_finished_runs_model_card_says_how_it_was_trained(tiny_bert, tmp_path):
+    out = tmp_path / "run"
+    best = train(tiny_bert, out)
+    card = (out / "model" / "README.md").read_text()
+    assert card.startswith("# A ctxsent `cross-encoder` model")
+    assert "| max_length | `32` |" in card and f"- step: `{best['step']}`" in card
+    assert '- data: `{"train": "8 questions, ' in card
+    assert "ties ranked pessimistically" in card
+    assert f"| map | {best['dev']['map']:.4f} |" in card
+    assert 'ctxsent.load("model")' in card and "ctxsent export model" in card
+
+
 def test_training_state_with_no_run_file_is_refused(tmp_path):
     out = tmp_path / "run"
     (out / "checkpoints").mkdir(parents=True)

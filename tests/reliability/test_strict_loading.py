@@ -100,3 +100,11 @@ def test_a_bi_encoder_folder_is_loaded_strictly(tiny_bert, tmp_path):
     for name in ("tokenizer.json", "tokenizer_config.json"):
         (folder / name).unlink()
     assert "tokenizer_config.json" in load_error(folder, load)
+
+
+@pytest.mark.parametrize("kind", BUILDERS)
+def test_every_saved_folder_has_a_model_card_naming_its_kind(saved, kind):
+    card = (saved[kind] / "README.md").read_text()
+    summary = type(ctxsent.load(saved[kind])).__doc__.strip().splitlines()[0]
+    assert card.startswith(f"# A ctxsent `{kind}` model\n\n{summary}\n")
+    assert "## Use" in card

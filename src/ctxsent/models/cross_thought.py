@@ -52,15 +52,14 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.io import atomic_path
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.saving import (
     check_tensors,
     load_tokenizer,
+    model_folder,
     read_manifest,
     register_model,
-    write_manifest,
 )
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.text.length_chunks import length_sorted_chunks
@@ -431,12 +430,10 @@ class CrossThoughtModel(nn.Module):
         kind = kind or self.kind
         from safetensors.torch import save_model
 
-        with atomic_path(path, kind, overwrite=overwrite) as staged:
-            staged.mkdir()
+        with model_folder(path, kind, asdict(self.config), overwrite) as staged:
             save_model(self, str(staged / WEIGHTS_FILE))
             (staged / BACKBONE_CONFIG_FILE).write_text(self.bert.config.to_json_string())
             self.tokenizer.save_pretrained(staged)
-            write_manifest(staged, kind, asdict(self.config))
         return Path(path)
 
     @classmethod

@@ -20,10 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.io import atomic_path
 from ctxsent.models.cascade import CascadeCost, prune_in_stages, question_index, resolve_alphas
 from ctxsent.models.ranker_base import As2Ranker
-from ctxsent.saving import read_manifest, register_model, write_manifest
+from ctxsent.saving import model_folder, read_manifest, register_model
 from ctxsent.tasks.as2_records import As2Record
 
 
@@ -73,11 +72,10 @@ class SequentialRanker(As2Ranker):
     def save_pretrained(self, path: str | Path, overwrite: bool = False) -> Path:
         """Write every stage and the manifest atomically to ``path`` (an existing folder as
         :func:`~ctxsent.io.check_output` allows)."""
-        with atomic_path(path, self.kind, overwrite=overwrite) as staged:
-            staged.mkdir()
+        config = {"stages": len(self.stages), "alphas": self.alphas}
+        with model_folder(path, self.kind, config, overwrite) as staged:
             for index, stage in enumerate(self.stages):
                 stage.save_pretrained(staged / f"stage-{index}")
-            write_manifest(staged, self.kind, {"stages": len(self.stages), "alphas": self.alphas})
         return Path(path)
 
     def predict(

@@ -22,11 +22,10 @@ import torch
 from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.io import atomic_path
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.segments import encode_segments, pad_batch
-from ctxsent.saving import load_network, load_tokenizer, read_manifest, write_manifest
+from ctxsent.saving import load_network, load_tokenizer, model_folder, read_manifest
 from ctxsent.tasks.as2_records import As2Record
 
 CONTEXT_SEGMENTS = 3
@@ -156,11 +155,9 @@ class TransformerRanker(As2Ranker, nn.Module):
         An existing folder is replaced if it holds this kind of model or ``overwrite`` is
         given (:func:`~ctxsent.io.check_output`).
         """
-        with atomic_path(path, self.kind, overwrite=overwrite) as staged:
-            staged.mkdir()
+        with model_folder(path, self.kind, asdict(self.config), overwrite) as staged:
             self.save_weights(staged)
             self.tokenizer.save_pretrained(staged)
-            write_manifest(staged, self.kind, asdict(self.config))
         return Path(path)
 
     def save_weights(self, folder: Path) -> None:

@@ -23,8 +23,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.io import atomic_path
-from ctxsent.saving import MANIFEST, check_tensors, read_manifest, write_manifest
+from ctxsent.saving import MANIFEST, check_tensors, model_folder, read_manifest
 from ctxsent.text.length_chunks import length_sorted_chunks
 from ctxsent.text.vocabulary import EOS_ID, PAD_ID, Vocabulary
 
@@ -94,9 +93,7 @@ class WordLevelEncoder(nn.Module):
     def save_pretrained(self, folder: str | Path, overwrite: bool = False) -> None:
         """Write the encoder folder atomically; an existing one is replaced if it holds this
         kind of encoder or ``overwrite`` is given (:func:`~ctxsent.io.check_output`)."""
-        with atomic_path(folder, self.kind, overwrite=overwrite) as staged:
-            staged.mkdir()
-            write_manifest(staged, self.kind, asdict(self.config))
+        with model_folder(folder, self.kind, asdict(self.config), overwrite) as staged:
             self.vocabulary.save(staged / VOCABULARY)
             state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
             save_file(state, staged / WEIGHTS)

@@ -429,9 +429,17 @@ def finetune_as2(
     if not trainer.should_stop and trainer.global_step % eval_every:
         trainer.validate(module, dev_loader, verbose=False)
     trainer.strategy.barrier()  # rank 0 writes best.json
+    best = json.loads((out_dir / "best.json").read_text())
     if trainer.is_global_zero:
-        finish_run(out_dir)
-    return json.loads((out_dir / "best.json").read_text())
+        data = {name: _data_size(records) for name, records in (("train", train), ("dev", dev))}
+        finish_run(out_dir, {**best, "data": data})
+    return best
+
+
+def _data_size(records: Sequence[As2Record]) -> str:
+    questions = len(group_by_question(records))
+    positives = sum(1 for r in records if r.label)
+    return f"{questions} questions, {len(records)} pairs, {positives} correct"
 
 
 def _run_settings(

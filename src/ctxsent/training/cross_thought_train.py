@@ -53,6 +53,7 @@ from ctxsent.objectives.cross_thought import (
     collator_for,
     get_preset,
 )
+from ctxsent.saving import write_model_card
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.tasks.senteval import Pairs
 from ctxsent.training.checkpoints import newest_checkpoint
@@ -220,7 +221,7 @@ def pretrain_cross_thought(
     }
     with atomic_write(out / "summary.json") as handle:
         json.dump(summary, handle, indent=2)
-    finish_run(out)
+    finish_run(out, summary)
     return summary
 
 
@@ -342,6 +343,7 @@ def finetune_answer_selection(
     summary = {"best_dev": best, "train": asdict(config)}
     with atomic_write(out / "best.json") as handle:
         json.dump(summary, handle, indent=2)
+    write_model_card(out / "model", {"step": best["step"], "dev": best, "train": asdict(config)})
     return summary
 
 

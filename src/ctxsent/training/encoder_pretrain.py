@@ -248,5 +248,5 @@ def pretrain_encoder(
     }
     with atomic_write(out / "train.json") as handle:
         json.dump(summary, handle, indent=2)
-    finish_run(out)
+    finish_run(out, summary, model="encoder")
     return summary

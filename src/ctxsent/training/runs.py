@@ -26,6 +26,7 @@ from typing import Any
 
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_write, remove_path
+from ctxsent.saving import write_model_card
 
 RUN_FILE = "run.json"
 
@@ -76,8 +77,13 @@ def start_run(
     _write_run(out, "running", settings)
 
 
-def finish_run(out: Path) -> None:
-    """Mark the run in ``out`` finished: call it after everything else is written."""
+def finish_run(out: Path, report: dict, model: str = "model") -> None:
+    """Mark the run in ``out`` finished: call it after everything else is written.
+
+    The model card of ``OUT/{model}`` gets the run's ``report`` first
+    (:func:`~ctxsent.saving.write_model_card`).
+    """
+    write_model_card(out / model, report)
     stored = _read_run(out) or {}
     _write_run(out, "finished", stored.get("settings", {}))
 

@@ -452,5 +452,5 @@ def pretrain_ssp(
     }
     with atomic_write(out_dir / "pretrain.json") as handle:
         json.dump(result, handle, indent=2)
-    finish_run(out_dir)
+    finish_run(out_dir, result)
     return result
