@@ -76,9 +76,10 @@ def apply_alpha(ranker, alpha: str | None) -> None:
     """Set a staged ranker's drop rates from ``--alpha`` (an error for other rankers)."""
     if alpha is None:
         return
-    from ctxsent.models.cascade import resolve_alphas
+    from ctxsent.models.staged import resolve_alphas
+    from ctxsent.protocols import StagedRanker
 
-    if not hasattr(ranker, "num_stages"):
+    if not isinstance(ranker, StagedRanker):
         raise InputError("--alpha applies to cascade and sequential models only", field="alpha")
     rates = parse_numbers(alpha, float, "alpha")
     ranker.alphas = resolve_alphas(rates[0] if len(rates) == 1 else rates, ranker.num_stages)
@@ -341,6 +342,7 @@ def eval_as2(
     from ctxsent.evaluation.as2_metrics import per_question_as2_metrics
     from ctxsent.evaluation.significance import paired_bootstrap
     from ctxsent.models.baseline_rankers import load_ranker
+    from ctxsent.protocols import StagedRanker
 
     records = evaluation_records(data, split, clean_questions, columns)
     ids, labels = [r.question_id for r in records], [r.label for r in records]
@@ -361,7 +363,7 @@ def eval_as2(
         "seconds": round(seconds, 2),
         "pairs_per_second": round(len(records) / seconds, 1),
     }
-    cost = getattr(ranker, "last_cost", None)
+    cost = ranker.last_cost if isinstance(ranker, StagedRanker) else None
     if cost is not None:
         report["alphas"] = ranker.alphas
         report["relative_cost"] = round(cost.relative, 4)
@@ -398,14 +400,14 @@ def cascade_tune(
     batch_size: int = 64,
 ) -> None:
     """Choose per-exit drop rates: most accurate on dev within a cost budget."""
-    from ctxsent.models.cascade import CascadeRanker
-    from ctxsent.models.cascade_tuning import (
+    from ctxsent.evaluation.cascade_tuning import (
         best_within_budget,
         greedy_search,
         grid_search,
         plot_settings,
         pyplot,
     )
+    from ctxsent.models.cascade import CascadeRanker
     from ctxsent.saving import load
     from ctxsent.tasks.as2_records import sample_questions
 

@@ -33,6 +33,7 @@ import typer
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.io import atomic_path, check_output
 from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.protocols import StagedRanker
 from ctxsent.saving import load_tokenizer
 from ctxsent.tasks.as2_records import As2Record
 
@@ -235,7 +236,7 @@ def export_onnx(ranker, out: str | Path, opset: int = 17, overwrite: bool = Fals
             + (
                 " (its scores come from early exits that prune candidates per question, "
                 "which one ONNX forward pass does not reproduce)"
-                if hasattr(ranker, "num_stages")
+                if isinstance(ranker, StagedRanker)
                 else ""
             ),
             field="model",

@@ -4,8 +4,9 @@ import torch
 
 import ctxsent
 from ctxsent.errors import InputError
-from ctxsent.models.cascade import CascadeRanker, default_exits, resolve_alphas
+from ctxsent.models.cascade import CascadeRanker, default_exits
 from ctxsent.models.segments import encode_segments, pad_batch
+from ctxsent.models.staged import resolve_alphas
 from ctxsent.tasks.as2_records import As2Record
 from synthetic import make_records
 

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from ctxsent.models.cascade_tuning import (
+from ctxsent.evaluation.cascade_tuning import (
     best_within_budget,
     evaluate_setting,
     greedy_search,

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 import ctxsent
 from ctxsent.cli import app
 from ctxsent.errors import InputError
-from ctxsent.models.cascade_tuning import simulate_cascade
+from ctxsent.evaluation.cascade_tuning import simulate_cascade
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.sequential import SequentialRanker
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl

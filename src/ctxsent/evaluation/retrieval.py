@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from ctxsent.errors import InputError
+from ctxsent.protocols import Encoder
 
 DEFAULT_KS = (1, 5, 20)
 
@@ -269,6 +270,6 @@ def scorer_from_spec(spec: str, batch_size: int = 64) -> PassageScorer:
     cosine = spec.startswith("cosine:")
     model = load(spec.removeprefix("cosine:"))
     model = getattr(model, "model", model)  # a fine-tuned ranker wraps its encoder
-    if not callable(getattr(model, "encode", None)):
+    if not isinstance(model, Encoder):
         raise InputError(f"a {type(model).__name__} cannot embed passages", path=spec)
     return CosineScorer(model, batch_size) if cosine else scorer_for_model(model, batch_size)

@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 import torch
@@ -42,14 +41,9 @@ from tqdm.auto import tqdm
 
 from ctxsent.evaluation.sts import correlation, evaluate_sts, fit_relatedness
 from ctxsent.io import atomic_path
+from ctxsent.protocols import Encoder
 from ctxsent.tasks.senteval import Pairs, TaskData
 from ctxsent.text.length_chunks import length_sorted_chunks
-
-
-class Encoder(Protocol):
-    """Anything that embeds sentences: ctxsent encoders, sentence-transformers models, baselines."""
-
-    def encode(self, texts: list[str]) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from ctxsent.saving import is_model_folder
 from ctxsent.tasks.senteval import DEFAULT_TASKS, get_task, load_task
 
 if TYPE_CHECKING:  # the evaluator pulls in torch and scikit-learn: imported when run
-    from ctxsent.evaluation.senteval import Encoder
+    from ctxsent.protocols import Encoder
 
 DEFAULT_CACHE = Path.home() / ".cache" / "ctxsent" / "senteval"
 CACHE_FORMAT = "1"  # bump when an encoder's output for the same files changes
@@ -76,9 +76,10 @@ def load_encoder(spec: str) -> Encoder:
 
 def _load_ctxsent_encoder(path: Path) -> Encoder:
     import ctxsent
+    from ctxsent.protocols import Encoder
 
     model = ctxsent.load(path)
-    if not callable(getattr(model, "encode", None)):
+    if not isinstance(model, Encoder):
         raise InputError(
             f"a {type(model).__name__} has no encode(); only sentence encoders can be evaluated",
             path=path,

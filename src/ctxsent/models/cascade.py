@@ -19,8 +19,9 @@ samples the exit a one-process run samples at the same step, and a resumed run
 the exit an uninterrupted one would.
 
 Inference (4.3.2): per question, after classifier i drop floor(alpha_i * k) of
-its k remaining candidates with the lowest partial scores; survivors continue
-from their cached partial encodings. Many questions are packed into one
+its k remaining candidates with the lowest partial scores
+(:mod:`~ctxsent.models.staged`); survivors continue from their cached partial
+encodings. Many questions are packed into one
 batch; each question's pruning stays its own. The final ranking keeps
 survivors ordered by their final score, then the dropped candidates ordered
 by the exit they left at (later first) and their partial score.
@@ -28,8 +29,7 @@ by the exit they left at (later first) and their partial score.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,14 +41,20 @@ from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, depth_options, resolve_backbone
 from ctxsent.models.layerwise import embed, run_layers
 from ctxsent.models.pooling import masked_mean
+from ctxsent.models.staged import (
+    CascadeCost,
+    exit_costs,
+    prune_in_stages,
+    question_index,
+    resolve_alphas,
+)
 from ctxsent.models.transformer_ranker import (
     RankerConfig,
     TransformerRanker,
-    config_from,
     load_folder,
     quiet_transformers,
 )
-from ctxsent.saving import check_tensors, register_model
+from ctxsent.saving import check_tensors, config_from, register_model
 from ctxsent.tasks.as2_records import As2Record
 
 PAPER_EXIT_FRACTIONS = (4 / 12, 6 / 12, 8 / 12, 10 / 12, 12 / 12)
@@ -68,19 +74,6 @@ class CascadeConfig(RankerConfig):
     alphas: list[float] = field(default_factory=list)
 
 
-@dataclass
-class CascadeCost:
-    """Layer-candidate evaluations of a run, relative to the monolithic model."""
-
-    layer_evaluations: int
-    monolithic_evaluations: int
-    candidates_per_exit: list[int]
-
-    @property
-    def relative(self) -> float:
-        return self.layer_evaluations / max(1, self.monolithic_evaluations)
-
-
 def exit_classifier(width: int, dropout: float = 0.1) -> nn.Sequential:
     """The partial classifier C_rho(i): 3 dense layers, tanh, dropout (section 5.2)."""
     return nn.Sequential(
@@ -93,17 +86,6 @@ def exit_classifier(width: int, dropout: float = 0.1) -> nn.Sequential:
         nn.Dropout(dropout),
         nn.Linear(width, 1),
     )
-
-
-def resolve_alphas(alpha: float | Sequence[float], exits: int) -> list[float]:
-    """One drop rate per non-final classifier, from a single rate or a list."""
-    rates = [float(alpha)] * (exits - 1) if isinstance(alpha, int | float) else list(alpha)
-    if len(rates) != exits - 1 or not all(0.0 <= a < 1.0 for a in rates):
-        raise InputError(
-            f"need {exits - 1} drop rates in [0, 1) (one per non-final exit), got {rates}",
-            field="alpha",
-        )
-    return rates
 
 
 @register_model("cascade")
@@ -324,62 +306,9 @@ class CascadeRanker(TransformerRanker):
                         states[row] = state[:length]
             return logits
 
-        stage_costs = np.diff([0, *exits]).tolist()
         return prune_in_stages(
-            question_index([r.question_id for r in records]), alphas, stage_costs, score_stage
+            question_index([r.question_id for r in records]), alphas, exit_costs(exits), score_stage
         )
-
-
-def prune_in_stages(
-    question_of: np.ndarray,
-    alphas: Sequence[float],
-    stage_costs: Sequence[int],
-    score_stage: Callable[[int, np.ndarray], np.ndarray],
-) -> tuple[np.ndarray, list[int], int]:
-    """The drop rule of section 4.3.2, shared by the cascade, its simulation and the
-    Sequential Ranker: stage i scores the ``active`` candidates (``score_stage(i, active)``),
-    then per question the floor(alpha_i * k) lowest of its k survivors leave.
-
-    Returns the ranking scores (:func:`stage_scores`), the candidates each stage saw, and
-    the layer-candidate evaluations (stage i costs ``stage_costs[i]`` per candidate).
-    """
-    scores = np.zeros(len(question_of), dtype=np.float64)
-    active = np.arange(len(question_of))
-    counts, evaluations = [], 0
-    for index, cost in enumerate(stage_costs):
-        counts.append(len(active))
-        evaluations += cost * len(active)
-        logits = np.asarray(score_stage(index, active), dtype=np.float64)
-        scores[active] = stage_scores(index, logits)
-        if index < len(alphas):
-            active = survivors(active, logits, question_of[active], alphas[index])
-    return scores, counts, evaluations
-
-
-def stage_scores(stage: int, logits: np.ndarray) -> np.ndarray:
-    """Ranking scores of candidates last scored at ``stage``: stage index + sigmoid(logit).
-
-    Candidates that reached a later stage always outrank those dropped earlier.
-    """
-    return stage + 1 / (1 + np.exp(-np.asarray(logits, dtype=np.float64)))
-
-
-def survivors(
-    active: np.ndarray, logits: np.ndarray, questions: np.ndarray, alpha: float
-) -> np.ndarray:
-    """Per question, drop floor(alpha * k) of its k candidates with the lowest logits."""
-    keep = []
-    for question in np.unique(questions):
-        members = np.flatnonzero(questions == question)
-        dropped = math.floor(alpha * len(members))
-        ranked = members[np.argsort(-logits[members], kind="stable")]
-        keep.extend(active[ranked[: len(members) - dropped]])
-    return np.sort(np.array(keep, dtype=np.int64))
-
-
-def question_index(question_ids: Sequence[str]) -> np.ndarray:
-    """Each candidate's question as an integer (for :func:`prune_in_stages`)."""
-    return np.unique(np.asarray(question_ids), return_inverse=True)[1]
 
 
 def _question_packs(records: Sequence[As2Record], size: int) -> list[np.ndarray]:

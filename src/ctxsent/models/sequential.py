@@ -6,7 +6,7 @@ are chained with the cascade's drop rule: per question, after stage i drop
 floor(alpha_i * k) of the k remaining candidates with the lowest scores.
 Unlike the cascade, every stage encodes its candidates from scratch, so its
 cost is the sum over stages of depth x candidates seen. Scores and the final
-order follow the cascade's convention (:func:`ctxsent.models.cascade.stage_scores`).
+order follow the cascade's convention (:func:`ctxsent.models.staged.stage_scores`).
 
 A saved Sequential Ranker is a folder holding the stage folders
 ``stage-0`` ... and a manifest with the default drop rates.
@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.models.cascade import CascadeCost, prune_in_stages, question_index, resolve_alphas
 from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.models.staged import CascadeCost, prune_in_stages, question_index, resolve_alphas
 from ctxsent.saving import model_folder, read_manifest, register_model
 from ctxsent.tasks.as2_records import As2Record
 

@@ -121,7 +121,7 @@ class ModelRunner:
             return None
         if not self.staged:
             raise InputError("alpha applies to cascade models only", field="alpha")
-        from ctxsent.models.cascade import resolve_alphas
+        from ctxsent.models.staged import resolve_alphas
 
         return tuple(resolve_alphas(alpha, self.model.num_stages))
 

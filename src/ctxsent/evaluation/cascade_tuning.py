@@ -26,7 +26,7 @@ import numpy as np
 from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.io import atomic_path
-from ctxsent.models.cascade import prune_in_stages, question_index
+from ctxsent.models.staged import exit_costs, prune_in_stages, question_index
 
 PAPER_GRID = tuple(round(0.1 * i, 1) for i in range(7))
 
@@ -46,11 +46,10 @@ def simulate_cascade(
     depth: int,
 ) -> tuple[np.ndarray, float]:
     """Scores and relative cost that ``CascadeRanker.predict`` would give with ``alphas``."""
-    stage_costs = np.diff([0, *exits]).tolist()
     scores, _, evaluations = prune_in_stages(
         question_index(question_ids),
         alphas,
-        stage_costs,
+        exit_costs(exits),
         lambda index, active: exit_logits[index, active],
     )
     return scores, evaluations / (depth * exit_logits.shape[1])
