@@ -56,9 +56,12 @@ _BATCH_ROWS = 10_000
 
 
 def is_as2_file(spec: str) -> bool:
-    """Whether :func:`read_as2_file` reads ``spec``: an ``hf:``/``hf-disk:`` spec or a
-    path ending in one of :data:`SUFFIXES` (text formats also with ``.gz``)."""
-    return spec.startswith(DATASET_PREFIXES) or _suffix(Path(spec)) in SUFFIXES
+    """Whether :func:`read_as2_file` reads ``spec``: an ``hf:``/``hf-disk:`` spec, or a path
+    ending in one of :data:`SUFFIXES` (text formats also with ``.gz``) that has no ``:`` or
+    exists (so a mistyped ``NAME:PATH`` spec is not taken for a missing file)."""
+    if spec.startswith(DATASET_PREFIXES):
+        return True
+    return _suffix(Path(spec)) in SUFFIXES and (":" not in spec or Path(spec).exists())
 
 
 def parse_columns(text: str) -> dict[str, str]:
