@@ -1,6 +1,7 @@
 """The HTTP service: ranking, batching, encoding, limits and recovery from bad requests."""
 
 import asyncio
+import re
 
 import httpx
 import numpy as np
@@ -9,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from ctxsent.models.baseline_rankers import BM25Ranker
 from ctxsent.serving.app import BatchConfig, create_app
+from ctxsent.serving.batching import Grouping
 from ctxsent.serving.limits import ServeLimits
 from ctxsent.tasks.as2_records import As2Record
 
@@ -85,6 +87,37 @@ def test_concurrent_requests_are_batched_with_per_request_results(tiny_ranker):
         assert [a["score"] for a in result["answers"]] == pytest.approx(
             [e.score for e in alone], abs=1e-5
         )
+
+
+def test_a_large_request_is_split_into_chunks_and_scored_as_if_alone(tiny_ranker):
+    app = create_app(tiny_ranker, ServeLimits(max_batch=4))
+    assert app.state.batcher.grouping is Grouping.SPLIT
+    items = candidates(11, seed=3)
+    with TestClient(app) as client:
+        answers = client.post("/rank", json={"question": "who?", "candidates": items}).json()
+    stats = app.state.batcher.stats
+    assert (stats.calls, stats.largest_call, stats.requests) == (3, 4, 1)
+    alone = tiny_ranker.rank(
+        "who?", [c["text"] for c in items], [(c["previous"], c["next"]) for c in items]
+    )
+    assert [a["index"] for a in answers["answers"]] == [e.index for e in alone]
+    assert [a["score"] for a in answers["answers"]] == pytest.approx(
+        [e.score for e in alone], abs=1e-5
+    )
+
+
+def test_a_cascade_never_splits_a_request(tiny_cascade):
+    """A cascade prunes a request's candidates together: split, it would prune each chunk."""
+    app = create_app(tiny_cascade, ServeLimits(max_batch=4))
+    assert app.state.batcher.grouping is Grouping.WHOLE
+    items = candidates(6, seed=4)
+    with TestClient(app) as client:
+        body = {"question": "who?", "candidates": items, "alpha": 0.5}
+        scores = {a["index"]: a["score"] for a in client.post("/rank", json=body).json()["answers"]}
+    assert (app.state.batcher.stats.calls, app.state.batcher.stats.largest_call) == (1, 6)
+    records = [As2Record("q", "who?", c["text"], 0, c["previous"]) for c in items]
+    alone = tiny_cascade.predict(records, alpha=0.5)
+    assert [scores[i] for i in range(6)] == pytest.approx(alone.tolist(), abs=1e-5)
 
 
 def test_cascade_alpha_prunes_each_request_on_its_own(tiny_cascade):
@@ -192,7 +225,7 @@ def test_health_and_openapi_describe_the_service(client):
 
 def test_bm25_requests_are_scored_alone():
     app = create_app("bm25")
-    assert app.state.batcher.merge is False
+    assert app.state.batcher.grouping is Grouping.ALONE
     with TestClient(app) as client:
         body = {
             "question": "who lit the lamp?",
@@ -203,9 +236,39 @@ def test_bm25_requests_are_scored_alone():
     assert [a["index"] for a in answers] == [e.index for e in alone] == [0, 1]
 
 
-def test_limits_must_be_positive():
-    with pytest.raises(ValueError, match="max_batch"):
-        ServeLimits(max_batch=0)
+@pytest.mark.xfail(
+    strict=True,
+    raises=IndexError,
+    reason="BM25Ranker: bm25s fails on a query with no token left after stop words "
+    "(models/baseline_rankers.py, outside the service); found by test_openapi_properties",
+)
+def test_bm25_answers_a_question_made_of_stop_words():
+    with TestClient(create_app("bm25")) as client:
+        response = client.post("/rank", json={"question": "Is it?", "candidates": ["a lamp"]})
+    assert response.status_code == 200
+    assert [a["score"] for a in response.json()["answers"]] == [0.0]
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        ({"max_batch": 0}, "max_batch must be a positive int, got 0"),
+        ({"max_chars": 2.5}, "max_chars must be a positive int"),
+        ({"timeout_s": 0}, "timeout_s must be a positive float, got 0"),
+        ({"read_timeout_s": -1.0}, "read_timeout_s must be a positive float"),
+    ],
+)
+def test_limits_must_be_positive(limits, message):
+    with pytest.raises(ValueError, match=message):
+        ServeLimits(**limits)
+    assert ServeLimits(timeout_s=2, read_timeout_s=0.5).timeout_s == 2
+
+
+def test_batch_config_is_checked():
+    with pytest.raises(ValueError, match="model_batch_size must be at least 1, got 0"):
+        BatchConfig(model_batch_size=0)
+    with pytest.raises(ValueError, match="max_wait_ms"):
+        BatchConfig(max_wait_ms=-1)
 
 
 def test_serve_command_builds_the_app_and_rejects_bad_limits(monkeypatch):
@@ -214,16 +277,40 @@ def test_serve_command_builds_the_app_and_rejects_bad_limits(monkeypatch):
     from typer.testing import CliRunner
 
     from ctxsent.serving.cli import serve
+    from ctxsent.serving.server import HeadTimeoutProtocol
 
     app = typer.Typer()
     app.command()(serve)
     calls = []
     monkeypatch.setattr(uvicorn, "run", lambda served, **options: calls.append((served, options)))
-    result = CliRunner().invoke(app, ["bm25", "--port", "9123", "--max-candidates", "7"])
+    options = [
+        "--port",
+        "9123",
+        "--max-candidates",
+        "7",
+        "--timeout-s",
+        "9",
+        "--read-timeout-s",
+        "4",
+    ]
+    result = CliRunner().invoke(app, ["bm25", *options])
     assert result.exit_code == 0, result.output
     served, options = calls[0]
     assert options["port"] == 9123 and options["host"] == "127.0.0.1"
-    assert served.state.limits.max_candidates == 7
-    bad = CliRunner().invoke(app, ["bm25", "--max-batch", "0"])
-    assert bad.exit_code == 2 and "max_batch" in bad.output
+    assert options["http"].func is HeadTimeoutProtocol
+    assert options["http"].keywords == {"head_timeout_s": 4.0}
+    assert served.state.limits.max_candidates == 7 and served.state.limits.timeout_s == 9
+    refused = {
+        ("--max-batch", "0"): "greater than or equal to 1",
+        ("--batch-size", "0"): "greater than or equal to 1",
+        ("--port", "70000"): "less than or equal to 65535",
+        ("--port", "0"): "greater than or equal to 1",
+        ("--max-wait-ms", "-1"): "greater than or equal to 0",
+        ("--timeout-s", "0"): "timeout_s must be a positive float",
+    }
+    for option, message in refused.items():
+        bad = CliRunner().invoke(app, ["bm25", *option])
+        text = " ".join(re.sub("[│╭╮╰╯─]", " ", bad.output).split())  # rich's box, unwrapped
+        assert bad.exit_code == 2 and message in text, (option, text)
+        assert option[0] in text or option[0][2:].replace("-", "_") in text
     assert len(calls) == 1

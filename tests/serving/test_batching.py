@@ -1,4 +1,5 @@
-"""The micro-batcher merges concurrent requests and answers each with its own results."""
+"""The micro-batcher merges concurrent requests, splits large ones into chunks that take
+turns with the others, drops abandoned ones, and answers each with its own results."""
 
 import asyncio
 import threading
@@ -6,7 +7,7 @@ import time
 
 import pytest
 
-from ctxsent.serving.batching import MicroBatcher
+from ctxsent.serving.batching import Grouping, MicroBatcher
 
 
 class Recorder:
@@ -24,6 +25,31 @@ class Recorder:
         if "bad" in items:
             raise ValueError("bad item")
         return [2 * x for x in items]
+
+
+class Gate:
+    """A fake model (doubles numbers) whose first call blocks until ``release`` is set, so a
+    test decides what is queued while it runs."""
+
+    def __init__(self) -> None:
+        self.calls: list[list] = []
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, key, items):
+        self.calls.append(list(items))
+        self.started.set()
+        self.release.wait(timeout=120)  # only ends a hang
+        return [2 * x for x in items]
+
+
+async def until(condition) -> None:
+    """Wait for ``condition()``: polls the event loop; the bound only ends a hang."""
+    for _ in range(12_000):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not met in 120 s")
 
 
 def run_concurrently(batcher: MicroBatcher, requests: list[tuple[object, list]]) -> list:
@@ -48,15 +74,64 @@ def test_concurrent_requests_share_calls_and_get_their_own_results():
     assert len(model.threads) == 1  # one worker thread runs the model
 
 
-def test_calls_respect_max_batch_and_large_requests_run_alone():
+def test_calls_respect_max_batch_and_large_requests_are_split_in_order():
     model = Recorder()
     batcher = MicroBatcher(model, max_batch=10, max_wait_ms=20)
-    requests = [("k", list(range(4)))] * 5 + [("k", list(range(25)))]
+    requests = [("k", list(range(4)))] * 5 + [("k", list(range(100, 125)))]
     results = run_concurrently(batcher, requests)
-    assert results[-1] == [2 * x for x in range(25)]
-    sizes = sorted(len(items) for _, items in model.calls)
-    assert sizes[-1] == 25 and all(size <= 10 for size in sizes[:-1])
-    assert sum(sizes) == 45
+    assert results == [[2 * x for x in items] for _, items in requests]
+    sizes = [len(items) for _, items in model.calls]
+    assert max(sizes) <= 10 and sum(sizes) == 45
+    assert batcher.stats.requests == 6 and batcher.stats.largest_call <= 10
+
+
+@pytest.mark.parametrize("grouping", [Grouping.WHOLE, Grouping.ALONE])
+def test_requests_that_cannot_be_split_run_whole(grouping):
+    model = Recorder(delay=0.0)
+    batcher = MicroBatcher(model, max_batch=10, max_wait_ms=20, grouping=grouping)
+    requests = [("k", list(range(4)))] * 3 + [("k", list(range(100, 125)))]
+    results = run_concurrently(batcher, requests)
+    assert results == [[2 * x for x in items] for _, items in requests]
+    assert list(range(100, 125)) in [items for _, items in model.calls]
+
+
+def test_a_small_request_waits_for_one_chunk_of_a_large_one_not_all_of_it():
+    """A 6-item request is split into chunks of 2; a 1-item request that arrives while the
+    first chunk runs is computed right after it, not after the whole large request."""
+    model = Gate()
+    batcher = MicroBatcher(model, max_batch=2, max_wait_ms=20)
+
+    async def main():
+        large = asyncio.create_task(batcher.submit("k", list(range(100, 106))))
+        await asyncio.to_thread(model.started.wait, 120)
+        small = asyncio.create_task(batcher.submit("k", [1]))
+        await until(lambda: batcher.waiting == 1)
+        model.release.set()
+        results = await asyncio.gather(large, small)
+        await batcher.close()
+        return results
+
+    large, small = asyncio.run(main())
+    assert large == [2 * x for x in range(100, 106)] and small == [2]
+    assert model.calls == [[100, 101], [1], [102, 103], [104, 105]]
+
+
+def test_an_abandoned_request_is_dropped_between_its_chunks():
+    model = Gate()
+    batcher = MicroBatcher(model, max_batch=2, max_wait_ms=20)
+
+    async def main():
+        large = asyncio.create_task(batcher.submit("k", list(range(100, 106))))
+        await asyncio.to_thread(model.started.wait, 120)
+        large.cancel()  # the caller stops waiting while the first chunk runs
+        model.release.set()
+        after = await batcher.submit("k", [1])  # served after anything still queued
+        await batcher.close()
+        return after
+
+    assert asyncio.run(main()) == [2]
+    assert model.calls == [[100, 101], [1]]
+    assert batcher.stats.dropped == 1 and batcher.stats.requests == 1
 
 
 def test_requests_with_different_keys_are_never_merged():
@@ -77,7 +152,7 @@ def test_a_failing_request_does_not_fail_its_neighbours():
 
 def test_without_merging_every_request_is_its_own_call():
     model = Recorder(delay=0.0)
-    batcher = MicroBatcher(model, max_batch=100, max_wait_ms=20, merge=False)
+    batcher = MicroBatcher(model, max_batch=100, max_wait_ms=20, grouping=Grouping.ALONE)
     results = run_concurrently(batcher, [("k", [i]) for i in range(5)])
     assert results == [[2 * i] for i in range(5)]
     assert [items for _, items in model.calls] == [[i] for i in range(5)]

@@ -3,37 +3,61 @@
 ``create_app(model)`` serves a saved ctxsent ranker folder, a built-in spec
 accepted by :func:`ctxsent.models.baseline_rankers.load_ranker` (``bm25``,
 ``bi-encoder[:BACKBONE]``) or a model object. Concurrent requests are scored
-together by a :class:`~ctxsent.serving.batching.MicroBatcher`; each request's
-candidates carry their own question id, so a cascade prunes every question
-on its own and a request gets the scores it would get alone (up to float
-rounding from different padding). Limits: :mod:`ctxsent.serving.limits`.
+together by a :class:`~ctxsent.serving.batching.MicroBatcher`, and large
+requests are split into chunks that take turns with other requests; each
+request's candidates carry their own question id, so a cascade prunes every
+question on its own and a request gets the scores it would get alone (up to
+float rounding from different padding). Models whose scores depend on the
+other records of a call (BM25, Cross-Thought) or of the request (cascades)
+are never split: see :func:`grouping`.
+
+A request is answered within ``timeout_s`` or gets 504, and its model work
+is dropped when its client disconnects. Optional: a bearer key on every
+endpoint but ``/health`` and the docs, and CORS origins. Limits:
+:mod:`ctxsent.serving.limits`; ASGI middleware: :mod:`ctxsent.serving.middleware`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Hashable, Sequence
+from collections.abc import Awaitable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from itertools import count
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import ClientDisconnect
 
 from ctxsent.errors import InputError
-from ctxsent.serving.batching import MicroBatcher
-from ctxsent.serving.limits import RequestTooLarge, ServeLimits, check_count, check_texts
+from ctxsent.serving.batching import Grouping, MicroBatcher
+from ctxsent.serving.limits import (
+    RequestTimeout,
+    RequestTooLarge,
+    ServeLimits,
+    check_count,
+    check_texts,
+)
+from ctxsent.serving.middleware import BearerAuth, BodyGuard, error_response
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.text import neighbours, split_sentences
+
+T = TypeVar("T")
+#: Requests take no fields but their own: a misspelt option is an error (422), not ignored.
+STRICT = ConfigDict(extra="forbid")
 
 
 class Candidate(BaseModel):
     """A candidate answer sentence with the sentences around it (for contextual models)."""
 
+    model_config = STRICT
     text: str
     previous: str = ""
     next: str = ""
@@ -42,6 +66,7 @@ class Candidate(BaseModel):
 class RankRequest(BaseModel):
     """A question with ``candidates`` (strings or objects with context) or a ``document``."""
 
+    model_config = STRICT
     question: str
     candidates: list[str | Candidate] | None = None
     document: str | None = Field(None, description="text split into sentences as candidates")
@@ -71,6 +96,7 @@ class RankResponse(BaseModel):
 
 
 class EncodeRequest(BaseModel):
+    model_config = STRICT
     texts: list[str] = Field(min_length=1)
     normalize: bool = True
 
@@ -86,6 +112,12 @@ class BatchConfig:
     max_wait_ms: float = 5.0
     #: Records per forward pass inside one model call.
     model_batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        if self.max_wait_ms < 0:
+            raise ValueError(f"max_wait_ms must be at least 0, got {self.max_wait_ms!r}")
+        if self.model_batch_size < 1:
+            raise ValueError(f"model_batch_size must be at least 1, got {self.model_batch_size!r}")
 
 
 class ModelRunner:
@@ -140,12 +172,21 @@ def _raw_encode_options(encoder: Any, batch_size: int) -> dict[str, Any]:
     return {name: value for name, value in options.items() if name in accepted}
 
 
-def merges_records(model: Any) -> bool:
-    """Whether a record's score is independent of the other records in the call."""
+def grouping(model: Any) -> Grouping:
+    """How the batcher may group ``model``'s records across requests and within one.
+
+    Cross-encoders and bi-encoders score each record on its own, and encoders embed each
+    text on its own: small requests share calls and large ones are split. A cascade prunes
+    each request's candidates together: requests share calls but are never split. Other
+    rankers (BM25's IDF and Cross-Thought's attention over the candidates of a call, a
+    sequential ranker) score each request alone and whole.
+    """
     from ctxsent.models.baseline_rankers import BiEncoderRanker
     from ctxsent.models.transformer_ranker import TransformerRanker
 
-    return isinstance(model, TransformerRanker | BiEncoderRanker) or not hasattr(model, "predict")
+    if not isinstance(model, TransformerRanker | BiEncoderRanker) and hasattr(model, "predict"):
+        return Grouping.ALONE
+    return Grouping.WHOLE if hasattr(model, "num_stages") else Grouping.SPLIT
 
 
 def _describe(model: Any) -> dict:
@@ -164,8 +205,15 @@ def create_app(
     model: str | Any,
     limits: ServeLimits | None = None,
     batching: BatchConfig | None = None,
+    api_key: str | None = None,
+    cors_origins: Sequence[str] = (),
 ) -> FastAPI:
-    """A FastAPI app serving ``model`` (a spec for ``load_ranker`` or a loaded model)."""
+    """A FastAPI app serving ``model`` (a spec for ``load_ranker`` or a loaded model).
+
+    With ``api_key``, every endpoint but ``/health`` and the docs needs
+    ``Authorization: Bearer API_KEY``; ``cors_origins`` are the web origins whose pages
+    may call the service (none by default).
+    """
     limits = limits or ServeLimits()
     batching = batching or BatchConfig()
     name = model if isinstance(model, str) else type(model).__name__
@@ -174,9 +222,7 @@ def create_app(
 
         model = load_ranker(model)
     runner = ModelRunner(model, batching.model_batch_size)
-    batcher = MicroBatcher(
-        runner, limits.max_batch, batching.max_wait_ms, merge=merges_records(model)
-    )
+    batcher = MicroBatcher(runner, limits.max_batch, batching.max_wait_ms, grouping(model))
     request_ids = count()
 
     @asynccontextmanager
@@ -190,22 +236,53 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.model, app.state.batcher, app.state.limits = model, batcher, limits
+    # the last added is the outermost: CORS answers preflights, then keys, then body limits
+    app.add_middleware(BodyGuard, max_bytes=limits.max_body_bytes, timeout_s=limits.read_timeout_s)
+    if api_key is not None:
+        docs = [app.docs_url, app.swagger_ui_oauth2_redirect_url, app.redoc_url, app.openapi_url]
+        app.add_middleware(BearerAuth, key=api_key, open_paths={"/health", *docs} - {None})
+    if cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type"],
+        )
 
-    @app.middleware("http")
-    async def body_limit(request: Request, call_next):
-        length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > limits.max_body_bytes:
-            message = f"request body of {length} bytes, more than {limits.max_body_bytes}"
-            return JSONResponse({"error": message}, status_code=413)
-        return await call_next(request)
+    async def answer(request: Request, work: Awaitable[T]) -> T:
+        """``work``'s result, cancelled when the client disconnects or the deadline passes."""
+        task = asyncio.ensure_future(work)
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            done, _ = await asyncio.wait(
+                {task, gone}, timeout=limits.timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            task.cancel()  # no-op when it is done; else its queued model work is dropped
+            gone.cancel()
+        if task in done:
+            return task.result()
+        raise ClientDisconnect() if gone in done else RequestTimeout(limits.timeout_s)
 
     @app.exception_handler(RequestTooLarge)
     async def too_large(_: Request, err: RequestTooLarge):
-        return JSONResponse({"error": str(err)}, status_code=413)
+        return error_response(413, str(err))
 
     @app.exception_handler(InputError)
     async def bad_input(_: Request, err: InputError):
-        return JSONResponse({"error": str(err)}, status_code=422)
+        return error_response(422, str(err))
+
+    @app.exception_handler(RequestTimeout)
+    async def timed_out(_: Request, err: RequestTimeout):
+        return error_response(504, str(err))
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(_: Request, err: ClientDisconnect):
+        return error_response(499, "the client closed the connection")  # read by no one
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, err: HTTPException):
+        return error_response(err.status_code, str(err.detail), err.headers)
 
     @app.exception_handler(RequestValidationError)
     async def malformed(_: Request, err: RequestValidationError):
@@ -213,15 +290,15 @@ def create_app(
             {"field": ".".join(str(part) for part in e["loc"]), "problem": e["msg"]}
             for e in err.errors()
         ]
-        first = problems[0] if problems else {"field": "body", "problem": "invalid"}
+        # the deepest problem names the field: in a candidate object rather than "not a str"
+        deepest = max(problems, key=lambda p: p["field"].count("."), default=None)
+        first = deepest or {"field": "body", "problem": "invalid"}
         message = f"invalid request: field '{first['field']}': {first['problem']}"
         return JSONResponse({"error": message, "problems": problems}, status_code=422)
 
     @app.exception_handler(Exception)
     async def internal(_: Request, err: Exception):
-        return JSONResponse(
-            {"error": f"internal error ({type(err).__name__}): {err}"}, status_code=500
-        )
+        return error_response(500, f"internal error ({type(err).__name__}): {err}")
 
     @app.get("/health")
     async def health() -> dict:
@@ -233,11 +310,11 @@ def create_app(
             "rank": runner.can_rank,
             "encode": runner.encoder is not None,
             "limits": asdict(limits),
-            "batching": asdict(batcher.stats),
+            "batching": {**asdict(batcher.stats), "waiting": batcher.waiting},
         }
 
     @app.post("/rank", response_model=RankResponse)
-    async def rank(request: RankRequest) -> RankResponse:
+    async def rank(request: RankRequest, http: Request) -> RankResponse:
         """Score the candidates (or the document's sentences) for the question, best first."""
         if not runner.can_rank:
             raise InputError("this model cannot rank; use /encode", field="model")
@@ -251,7 +328,8 @@ def create_app(
             As2Record(question_id, request.question, c.text, 0, c.previous, c.next)
             for c in candidates
         ]
-        scores = np.asarray(await batcher.submit(("rank", alpha), records), dtype=np.float64)
+        scores = await answer(http, batcher.submit(("rank", alpha), records))
+        scores = np.asarray(scores, dtype=np.float64)
         order = np.argsort(-scores, kind="stable")[: request.top_k or len(records)]
         answers = [
             Answer(
@@ -266,16 +344,22 @@ def create_app(
         return RankResponse(question=request.question, answers=answers)
 
     @app.post("/encode", response_model=EncodeResponse)
-    async def encode(request: EncodeRequest) -> EncodeResponse:
+    async def encode(request: EncodeRequest, http: Request) -> EncodeResponse:
         """Sentence embeddings (L2-normalised unless ``normalize`` is false)."""
         if runner.encoder is None:
             raise InputError("this model has no sentence encoder; use /rank", field="model")
         check_count(len(request.texts), limits.max_candidates, "texts", "texts")
         check_texts((("texts", t) for t in request.texts), limits.max_chars)
-        rows = await batcher.submit(("encode", request.normalize), request.texts)
+        rows = await answer(http, batcher.submit(("encode", request.normalize), request.texts))
         return EncodeResponse(embeddings=[r.tolist() for r in rows], dim=len(rows[0]))
 
     return app
+
+
+async def _disconnected(request: Request) -> None:
+    """Return when the client of ``request`` (whose body has been read) disconnects."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def _candidates(request: RankRequest, limits: ServeLimits) -> list[Candidate]:

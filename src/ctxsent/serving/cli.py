@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated
 
 import typer
@@ -12,21 +13,41 @@ def serve(
         str, typer.Argument(help="bm25 | bi-encoder[:BACKBONE] | a saved ctxsent model folder")
     ],
     host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = 8000,
     max_candidates: Annotated[
-        int, typer.Option(help="candidates, sentences or texts per request (more: 413)")
+        int, typer.Option(min=1, help="candidates, sentences or texts per request (more: 413)")
     ] = 1000,
-    max_chars: Annotated[int, typer.Option(help="characters per text (more: 413)")] = 5000,
+    max_chars: Annotated[int, typer.Option(min=1, help="characters per text (more: 413)")] = 5000,
     max_document_chars: Annotated[
-        int, typer.Option(help="characters per document (more: 413)")
+        int, typer.Option(min=1, help="characters per document (more: 413)")
     ] = 200_000,
     max_batch: Annotated[
-        int, typer.Option(help="candidates batched into one model call across requests")
+        int,
+        typer.Option(
+            min=1, help="candidates per model call; larger requests are split into chunks"
+        ),
     ] = 256,
     max_wait_ms: Annotated[
-        float, typer.Option(help="how long a request waits for others to batch with")
+        float, typer.Option(min=0, help="how long a request waits for others to batch with")
     ] = 5.0,
-    batch_size: Annotated[int, typer.Option(help="records per forward pass")] = 64,
+    batch_size: Annotated[int, typer.Option(min=1, help="records per forward pass")] = 64,
+    timeout_s: Annotated[
+        float, typer.Option(help="seconds a request may wait for its answer (more: 504)")
+    ] = 120.0,
+    read_timeout_s: Annotated[
+        float, typer.Option(help="seconds a client has to send a request's head, and its body")
+    ] = 30.0,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar="CTXSENT_API_KEY",
+            help="require 'Authorization: Bearer KEY' on every endpoint but /health and docs",
+        ),
+    ] = None,
+    cors_origin: Annotated[
+        list[str] | None,
+        typer.Option(help="a web origin whose pages may call the service (repeatable)"),
+    ] = None,
     log_level: str = "info",
 ) -> None:
     """Serve a ranker over HTTP: POST /rank, POST /encode, GET /health; docs at /docs."""
@@ -34,10 +55,35 @@ def serve(
 
     from ctxsent.serving.app import BatchConfig, create_app
     from ctxsent.serving.limits import ServeLimits
+    from ctxsent.serving.server import uvicorn_options
 
+    if api_key is not None and not api_key.strip():
+        raise typer.BadParameter("the API key is empty", param_hint="'--api-key'")
     try:
-        limits = ServeLimits(max_candidates, max_chars, max_document_chars, max_batch)
+        limits = ServeLimits(
+            max_candidates=max_candidates,
+            max_chars=max_chars,
+            max_document_chars=max_document_chars,
+            max_batch=max_batch,
+            timeout_s=timeout_s,
+            read_timeout_s=read_timeout_s,
+        )
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
-    app = create_app(model, limits, BatchConfig(max_wait_ms, batch_size))
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    if api_key is None and not is_loopback(host):
+        typer.echo(
+            f"warning: serving on {host} without an API key: anyone who can reach it can use "
+            "it (set --api-key or CTXSENT_API_KEY)",
+            err=True,
+        )
+    batching = BatchConfig(max_wait_ms, batch_size)
+    app = create_app(model, limits, batching, api_key, cors_origin or ())
+    uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_options(read_timeout_s))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable from this machine only."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to any interface
+        return False

@@ -2,21 +2,24 @@
 
 A request that is well-formed but too large (too many candidates, a text too
 long, a body too big) is refused with 413; a malformed one (bad JSON, wrong
-types, an empty question, alpha for a model without exits) with 422. Both
-answer ``{"error": MESSAGE}`` and the server carries on.
+types, unknown fields, an empty question, alpha for a model without exits)
+with 422; one whose head or body arrives too slowly with 408; one not answered
+within its deadline with 504. All answer ``{"error": MESSAGE}`` and the server
+carries on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ctxsent.errors import InputError, check_unicode
 
 
 @dataclass(frozen=True)
 class ServeLimits:
-    """What one request may ask for, and how many candidates one model call may batch."""
+    """What one request may ask for and how long it may take, and how many candidates one
+    model call may batch."""
 
     #: Candidates (or document sentences, or texts to encode) in one request.
     max_candidates: int = 1000
@@ -24,15 +27,31 @@ class ServeLimits:
     max_chars: int = 5000
     #: Characters in a document to split into sentences.
     max_document_chars: int = 200_000
-    #: Most candidates the micro-batcher puts in one model call; a larger request runs alone.
+    #: Most candidates the micro-batcher puts in one model call; a larger request is split
+    #: into chunks of this size (or runs alone whole, for models that cannot split it).
     max_batch: int = 256
-    #: Bytes in a request body (checked from Content-Length before it is read).
+    #: Bytes in a request body (counted as it is read; more: 413).
     max_body_bytes: int = 8_000_000
+    #: Seconds from a request's submission to the model until its answer (more: 504).
+    timeout_s: float = 120.0
+    #: Seconds a client has to send a request's head, and again its body (more: 408).
+    read_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
-        for name, value in vars(self).items():
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            kind = int if spec.type == "int" else int | float
+            if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
+                raise ValueError(f"{spec.name} must be a positive {spec.type}, got {value!r}")
+
+
+class RequestTimeout(Exception):
+    """A request not answered within :attr:`ServeLimits.timeout_s`; the service answers 504."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"no answer within the service's timeout of {seconds:g} s; the request was dropped"
+        )
 
 
 class RequestTooLarge(InputError):
