@@ -1,22 +1,25 @@
 """The ``ctxsent`` command line: one typer app for every stage.
 
 Heavy libraries (torch, transformers, datasets) are imported inside the
-commands so that ``ctxsent --help`` stays instant. Any :class:`CtxsentError`
-is printed as one line on stderr with exit code 2.
+commands so that ``ctxsent --help`` stays instant. Any :class:`CtxsentError` or
+:class:`OSError` (a full disk, a folder one may not write) is printed as one line on
+stderr with exit code 2; option values outside their range are usage errors (exit 2).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
+from typer.core import TyperGroup
 
-from ctxsent.cli_options import OverwriteOption
+from ctxsent.cli_options import DevicesOption, OverwriteOption, SeedOption, positive
 from ctxsent.corpus.cli import app as corpus_app
 from ctxsent.errors import CtxsentError, InputError
 from ctxsent.evaluation.senteval_cli import senteval
@@ -25,8 +28,37 @@ from ctxsent.serving.cli import serve
 from ctxsent.tasks.cli import app as data_app
 from ctxsent.training import cross_thought_cli, ssp_cli
 from ctxsent.training.encoder_cli import pretrain_encoder
+from ctxsent.training.settings import MIN_INPUT_LENGTH, Accelerator, Loss, Precision, Strategy
 
-app = typer.Typer(no_args_is_help=True, help=__doc__.split("\n")[0], pretty_exceptions_enable=False)
+
+def error_line(err: CtxsentError | OSError) -> str:
+    """``err`` as one line; an OS error names its path first, as toolkit errors do."""
+    text = str(err)
+    if isinstance(err, OSError) and err.filename is not None:
+        paths = " -> ".join(str(p) for p in (err.filename, err.filename2) if p is not None)
+        text = f"{paths}: {err.strerror or err}"
+    return " ".join(text.split())
+
+
+class OneLineErrors(TyperGroup):
+    """The top-level group: toolkit and OS errors end as one line on stderr, exit code 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise  # click's main quietly ends a command whose reader left (ctxsent ... | head)
+        except (CtxsentError, OSError) as err:
+            typer.secho(f"error: {error_line(err)}", err=True, fg="red")
+            raise typer.Exit(2) from None
+
+
+app = typer.Typer(
+    cls=OneLineErrors,
+    no_args_is_help=True,
+    help=__doc__.split("\n")[0],
+    pretty_exceptions_enable=False,
+)
 finetune_app = typer.Typer(no_args_is_help=True, help="Fine-tune rankers on labelled data.")
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluate rankers and sentence encoders.")
 cascade_app = typer.Typer(no_args_is_help=True, help="Cascade Transformer tools.")
@@ -113,7 +145,7 @@ def rank(
     question: Annotated[list[str], typer.Option(help="a question (repeat for several)")],
     document: Annotated[Path, typer.Option(help="text file whose sentences are the candidates")],
     model: ModelOption = "bi-encoder",
-    top_k: Annotated[int, typer.Option(help="answers to show per question")] = 3,
+    top_k: Annotated[int, typer.Option(min=1, help="answers to show per question")] = 3,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of text")] = False,
     alpha: AlphaOption = None,
 ) -> None:
@@ -189,7 +221,7 @@ def finetune_as2_command(
             "files, each from its own candidates (for question-answer pairs)"
         ),
     ] = None,
-    negatives: Annotated[int, typer.Option(help="negatives mined per question")] = 5,
+    negatives: Annotated[int, typer.Option(min=1, help="negatives mined per question")] = 5,
     init: Annotated[
         str, typer.Option(help="backbone (HF folder/id) or a ctxsent ranker to continue (TANDA)")
     ] = "all-MiniLM-L6-v2",
@@ -204,7 +236,9 @@ def finetune_as2_command(
     ] = False,
     layers: Annotated[
         int | None,
-        typer.Option(help="keep only the first N encoder layers (truncated monolithic model)"),
+        typer.Option(
+            min=1, help="keep only the first N encoder layers (truncated monolithic model)"
+        ),
     ] = None,
     exits: Annotated[
         str | None,
@@ -225,35 +259,40 @@ def finetune_as2_command(
     ] = True,
     dev_clean: Annotated[bool, typer.Option(help="select on the clean dev set")] = True,
     dev_questions: Annotated[
-        int | None, typer.Option(help="evaluate on the first N dev questions only (large sets)")
+        int | None,
+        typer.Option(min=1, help="evaluate on the first N dev questions only (large sets)"),
     ] = None,
-    epochs: int = 2,
-    max_steps: Annotated[int | None, typer.Option(help="stop after this many steps")] = None,
-    batch_size: int = 32,
-    lr: float = 2e-5,
+    epochs: Annotated[int, typer.Option(min=1)] = 2,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="stop after this many steps")] = None,
+    batch_size: Annotated[int, typer.Option(min=1)] = 32,
+    lr: Annotated[float, typer.Option(callback=positive, help="learning rate (> 0)")] = 2e-5,
     head_lr_scale: Annotated[
-        float, typer.Option(help="learning-rate multiplier for the new scoring head(s)")
+        float,
+        typer.Option(
+            callback=positive, help="learning-rate multiplier for the new scoring head(s)"
+        ),
     ] = 1.0,
-    warmup_ratio: float = 0.1,
-    eval_every: Annotated[int, typer.Option(help="steps between dev evaluations")] = 200,
-    patience: Annotated[int, typer.Option(help="evaluations without dev-MAP gain")] = 5,
+    warmup_ratio: Annotated[float, typer.Option(min=0, max=1)] = 0.1,
+    eval_every: Annotated[int, typer.Option(min=1, help="steps between dev evaluations")] = 200,
+    patience: Annotated[int, typer.Option(min=1, help="evaluations without dev-MAP gain")] = 5,
     max_negatives: Annotated[
-        int | None, typer.Option(help="negatives kept per question (subsample large sets)")
+        int | None,
+        typer.Option(min=1, help="negatives kept per question (subsample large sets)"),
     ] = None,
     loss: Annotated[
-        str,
+        Loss,
         typer.Option(
             help="pointwise (cross-entropy per pair) | listwise (softmax over each "
             "question's candidates; batches of whole questions)"
         ),
     ] = "pointwise",
-    max_length: int = 256,
-    precision: Annotated[str, typer.Option(help="auto | fp32 | bf16 | fp16")] = "auto",
-    accelerator: str = "auto",
-    devices: str = "auto",
-    strategy: Annotated[str, typer.Option(help="Lightning strategy: auto | ddp | fsdp")] = "auto",
-    num_nodes: Annotated[int, typer.Option(help="machines (torchrun / SLURM)")] = 1,
-    seed: int = 42,
+    max_length: Annotated[int, typer.Option(min=MIN_INPUT_LENGTH)] = 256,
+    precision: Precision = "auto",
+    accelerator: Accelerator = "auto",
+    devices: DevicesOption = "auto",
+    strategy: Annotated[Strategy, typer.Option(help="Lightning strategy")] = "auto",
+    num_nodes: Annotated[int, typer.Option(min=1, help="machines (torchrun / SLURM)")] = 1,
+    seed: SeedOption = 42,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Fine-tune a cross-encoder AS2 ranker; early stopping on dev MAP; resumable.
@@ -281,7 +320,7 @@ def finetune_as2_command(
         loss=loss,
         precision=precision,
         accelerator=accelerator,
-        devices=int(devices) if devices.isdigit() else devices,
+        devices=devices,
         strategy=strategy,
         num_nodes=num_nodes,
         seed=seed,
@@ -328,7 +367,7 @@ def eval_as2(
     clean_questions: Annotated[
         bool, typer.Option("--clean/--all", help="drop questions without both labels")
     ] = True,
-    batch_size: int = 64,
+    batch_size: Annotated[int, typer.Option(min=1)] = 64,
     alpha: AlphaOption = None,
     against: Annotated[
         str | None,
@@ -387,17 +426,19 @@ def eval_as2(
 def cascade_tune(
     model: Annotated[Path, typer.Option(help="a saved cascade folder")],
     data: Annotated[str, typer.Option(help="NAME:PATH of the tuning set, e.g. wikiqa:DIR")],
-    budget: Annotated[float, typer.Option(help="max relative cost (1.0 = monolithic)")],
+    budget: Annotated[
+        float, typer.Option(callback=positive, help="max relative cost (1.0 = monolithic)")
+    ],
     split: str = "dev",
     questions: Annotated[
         int | None,
-        typer.Option(help="tune on N questions drawn at random (seed 0) from a large split"),
+        typer.Option(min=1, help="tune on N questions drawn at random (seed 0) from a large split"),
     ] = None,
-    metric: Annotated[str, typer.Option(help="map | mrr | p@1 | ndcg@10")] = "map",
-    search: Annotated[str, typer.Option(help="grid | greedy | both")] = "both",
+    metric: Literal["map", "mrr", "p@1", "ndcg@10"] = "map",
+    search: Literal["grid", "greedy", "both"] = "both",
     plot: Annotated[Path | None, typer.Option(help="write accuracy vs cost as a PNG")] = None,
     save: Annotated[bool, typer.Option(help="store the chosen rates in the model")] = True,
-    batch_size: int = 64,
+    batch_size: Annotated[int, typer.Option(min=1)] = 64,
 ) -> None:
     """Choose per-exit drop rates: most accurate on dev within a cost budget."""
     from ctxsent.evaluation.cascade_tuning import (
@@ -407,15 +448,15 @@ def cascade_tune(
         plot_settings,
         pyplot,
     )
+    from ctxsent.io import check_writable
     from ctxsent.models.cascade import CascadeRanker
     from ctxsent.saving import load
     from ctxsent.tasks.as2_records import sample_questions
 
-    if search not in ("grid", "greedy", "both"):
-        raise InputError(f"expected grid, greedy or both, got {search!r}", field="search")
-    if metric not in ("map", "mrr", "p@1", "ndcg@10"):
-        raise InputError(f"unknown metric {metric!r}", field="metric")
+    if save:
+        check_writable(model, folder=True)
     if plot is not None:
+        check_writable(plot, folder=False)
         pyplot()  # a missing optional dependency stops the run before any work
     ranker = load(model)
     if not isinstance(ranker, CascadeRanker):
@@ -476,13 +517,14 @@ def main() -> None:
     """Entry point: usage errors print the usage, toolkit errors one line; both exit 2.
 
     Warnings print as one line each (``warning: ...``), not with the code that raised them.
+    When stderr is not a terminal (a log file, CI), Hugging Face libraries draw no progress
+    bars ("Loading weights"), here and in the processes this one starts.
     """
     warnings.formatwarning = lambda message, *_, **__: f"warning: {message}\n"
-    try:
-        app()  # standalone: click prints usage errors itself and exits
-    except CtxsentError as err:
-        typer.secho(f"error: {err}", err=True, fg="red")
-        raise SystemExit(2) from None
+    if not sys.stderr.isatty():
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    app()  # standalone: click prints usage errors itself and exits
 
 
 if __name__ == "__main__":

@@ -1,7 +1,13 @@
-"""Command-line options that several command groups share, defined once."""
+"""Command-line options that several command groups share, defined once.
+
+Numbers are checked against their valid range when the command starts (typer's ``min`` and
+``max``, :func:`positive`), choices against their values (``Literal`` types), so a bad value
+is a usage error before any work starts.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import typer
@@ -12,4 +18,27 @@ OverwriteOption = Annotated[
         help="Replace the output even if ctxsent did not write it there; a training run "
         "starts again instead of resuming (needed when OUT holds a run with other settings)."
     ),
+]
+
+SeedOption = Annotated[int, typer.Option(min=0, help="random seed")]
+
+
+def positive(value: float | None) -> float | None:
+    """Option callback: refuse a number that is not > 0 (a learning rate, a time budget)."""
+    if value is not None and value <= 0:
+        raise typer.BadParameter(f"must be > 0, got {value}")
+    return value
+
+
+def devices(text: str) -> int | str:
+    """Parse ``--devices``: ``auto``, a count >= 1, ``-1`` (all) or GPU ids such as ``0,1``."""
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    if text in ("auto", "-1") or re.fullmatch(r"(\d+,)+\d*", text):
+        return text
+    raise ValueError("expected auto, a count >= 1, -1 (all) or ids like 0,1")
+
+
+DevicesOption = Annotated[
+    str, typer.Option(parser=devices, help="auto, a count, -1 (all) or GPU ids like 0,1")
 ]

@@ -70,3 +70,43 @@ def check_unicode(
             field=field,
         ) from None
     return text
+
+
+def check_range(
+    config: object,
+    fields: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    above: bool = False,
+    below: bool = False,
+) -> None:
+    """Raise :class:`InputError` naming the first of ``fields`` outside its valid range.
+
+    ``fields`` are space-separated attribute names of ``config``; each value must be
+    ``>= low`` (``> low`` with ``above``) and ``<= high`` (``< high`` with ``below``), a
+    bound left out is open, and ``None`` (a setting not given) passes. Config dataclasses
+    call it in ``__post_init__``, so a bad setting stops a run before any work starts.
+    """
+    bounds = [
+        f"{'>' if above else '>='} {low}" if low is not None else "",
+        f"{'<' if below else '<='} {high}" if high is not None else "",
+    ]
+    for field in fields.split():
+        value = getattr(config, field)
+        if value is None:
+            continue
+        too_low = low is not None and (value <= low if above else value < low)
+        too_high = high is not None and (value >= high if below else value > high)
+        if too_low or too_high:
+            valid = " and ".join(bound for bound in bounds if bound)
+            raise InputError(f"must be {valid}, got {value!r}", field=field)
+
+
+def check_choice(config: object, field: str, choices: tuple) -> None:
+    """Raise :class:`InputError` naming ``field`` of ``config`` unless it is one of ``choices``."""
+    value = getattr(config, field)
+    if value not in choices:
+        raise InputError(
+            f"expected one of {', '.join(map(str, choices))}, got {value!r}", field=field
+        )

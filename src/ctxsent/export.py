@@ -25,7 +25,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 import typer
@@ -335,7 +335,8 @@ EXPORTERS = {
     "cross-encoder": export_cross_encoder,
     "onnx": export_onnx,
 }
-FORMATS = tuple(EXPORTERS)
+#: The keys of :data:`EXPORTERS`.
+ExportFormat = Literal["sentence-transformers", "cross-encoder", "onnx"]
 
 
 def export_command(
@@ -347,14 +348,12 @@ def export_command(
         ),
     ],
     out: Annotated[Path, typer.Option(help="folder to write")],
-    to: Annotated[str, typer.Option(help=" | ".join(FORMATS))] = "onnx",
+    to: ExportFormat = "onnx",
     overwrite: Annotated[
         bool, typer.Option(help="Replace OUT even if it is not an export in this format.")
     ] = False,
 ) -> None:
     """Export a model: an encoder to sentence-transformers, a ranker to a CrossEncoder or ONNX."""
-    if to not in FORMATS:
-        raise InputError(f"expected one of {', '.join(FORMATS)}, got {to!r}", field="to")
     check_output(out, export_kind(to), overwrite)  # before the model loads
     from ctxsent.saving import is_model_folder, load
 

@@ -40,9 +40,10 @@ def check_output(target: str | Path, kind: str | None, overwrite: bool = False) 
     ctxsent never deletes what it did not write. Without ``overwrite``, an existing
     non-empty folder is replaced only by an output of the same ``kind`` (see
     :func:`output_kind`), an existing file only by a file output (``kind`` None). Call it
-    before the work that produces the output starts.
+    before the work that produces the output starts; it checks :func:`check_writable` too.
     """
     target = Path(target)
+    check_writable(target)
     if overwrite or not target.exists():
         return
     if target.is_dir():
@@ -56,6 +57,26 @@ def check_output(target: str | Path, kind: str | None, overwrite: bool = False) 
     raise InputError(f"{problem}; pass --overwrite (overwrite=True) to replace it", path=target)
 
 
+def check_writable(target: str | Path, folder: bool | None = None) -> None:
+    """Raise :class:`InputError` unless ``target`` can be written; call it before any work.
+
+    The nearest existing path above ``target`` must be a folder this process may write
+    in, and so must ``target`` if it is an existing folder. ``folder`` True (False) also
+    refuses an existing file (folder) at ``target``. Every command checks its outputs
+    with it before it loads anything.
+    """
+    target = Path(target)
+    if folder is not None and target.exists() and target.is_dir() != folder:
+        found, expected = ("file", "folder") if folder else ("folder", "file")
+        raise InputError(f"is a {found}; expected a {expected}", path=target)
+    nearest = next(path for path in target.parents if path.exists())
+    for path in [target, nearest] if target.is_dir() else [nearest]:
+        if not path.is_dir():
+            raise InputError("is a file; expected a folder", path=path)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise InputError("cannot write in this folder (permission denied)", path=path)
+
+
 @contextlib.contextmanager
 def atomic_path(
     target: str | Path, kind: str | None = None, *, overwrite: bool = False
@@ -66,7 +87,8 @@ def atomic_path(
     file; an existing folder at ``target`` is refused by :func:`check_output` before
     anything is yielded. On any exception the temporary file or folder is removed, so a
     crash never leaves a half-written output that looks complete; what a killed process
-    left there is removed by the next write of the same output.
+    left there is removed by the next write of the same output. An :class:`OSError` (a full
+    disk) names the output, not its temporary path.
     """
     target = Path(target)
     check_output(target, kind, overwrite)
@@ -88,6 +110,12 @@ def atomic_path(
             if replaced.exists():
                 os.replace(replaced, target)  # never lose the old output
             raise
+    except OSError as err:
+        name = Path(err.filename or staged)  # a write to a full disk names no file
+        if err.errno is None or not name.is_relative_to(staged):
+            raise
+        renamed = target / name.relative_to(staged)
+        raise OSError(err.errno, err.strerror, str(renamed)) from err
     finally:
         remove_path(tmp)
 
@@ -144,16 +172,24 @@ def _skipping_bom(encoding: str) -> str:
     return "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
 
 
+def check_file(path: str | Path) -> Path:
+    """``path`` if it is a file, else an :class:`InputError` saying it is missing or a folder."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("is a folder; expected a file", path=path)
+    if not path.is_file():
+        raise InputError("no such file", path=path)
+    return path
+
+
 def open_text(path: str | Path, encoding: str = "utf-8") -> IO[str]:
-    """Open a text file (``.gz`` transparently) after checking that it exists.
+    """Open a text file (``.gz`` transparently) after checking it (:func:`check_file`).
 
     A UTF-8 byte-order mark is skipped. Decoding errors surface later as
     :class:`UnicodeDecodeError`; use :func:`read_lines` to get them reported with the file
     and line number.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file", path=path)
+    path = check_file(path)
     encoding = _skipping_bom(encoding)
     if path.suffix == ".gz":
         return io.TextIOWrapper(_CheckedGzipFile(path, "rb"), encoding=encoding, newline="")
@@ -167,9 +203,7 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int,
     ``encoding`` raises :class:`InputError` naming the file and the exact line. A UTF-8
     byte-order mark at the start of the file is skipped.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file", path=path)
+    path = check_file(path)
     with _open_binary(path) as handle:
         for line_no, raw in enumerate(handle, start=1):
             try:
@@ -186,9 +220,9 @@ def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int,
 def read_json_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int, dict]]:
     """Yield ``(line_number, object)`` for each non-blank line of a JSON Lines file.
 
-    A line that is not JSON, or not a JSON object, or that holds an unpaired surrogate
-    escape (:func:`ctxsent.errors.check_unicode`), raises :class:`InputError` naming it (and
-    the key whose value holds the surrogate).
+    A line that is not JSON (or nested too deeply to parse), or not a JSON object, or that
+    holds an unpaired surrogate escape (:func:`ctxsent.errors.check_unicode`), raises
+    :class:`InputError` naming it (and the key whose value holds the surrogate).
     """
     for line_no, line in read_lines(path, encoding):
         if not line.strip():
@@ -197,6 +231,8 @@ def read_json_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple
             value = json.loads(line)
         except json.JSONDecodeError as err:
             raise InputError(f"not valid JSON ({err.msg})", path=path, line=line_no) from None
+        except RecursionError:
+            raise InputError("JSON nested too deeply", path=path, line=line_no) from None
         if not isinstance(value, dict):
             raise InputError("expected a JSON object", path=path, line=line_no)
         if "\\ud" in line or "\\uD" in line:  # a surrogate escape: refuse it if unpaired

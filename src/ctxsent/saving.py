@@ -9,11 +9,14 @@ reads the kind and hands the folder to the registered class. Pickled weights
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import types
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 
-from ctxsent.errors import ModelFolderError
+from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.io import MANIFEST, atomic_path, atomic_write
 
 MODEL_CARD = "README.md"
@@ -136,6 +139,67 @@ def read_manifest(folder: str | Path) -> dict:
     if not weights:  # composite models (e.g. the Sequential Ranker) keep them in sub-folders
         raise ModelFolderError("no safetensors weights in the folder", path=folder)
     return manifest
+
+
+def config_from(config_class: type, manifest: dict, path: str | Path):
+    """The ``config_class`` dataclass that the manifest's ``config`` describes.
+
+    Each value is checked against its field's type (lists become tuples where the field
+    is a tuple): an unknown key, a value of the wrong type (``"max_length": "huge"``) or
+    out of range is a :class:`ModelFolderError` naming the key, never a traceback later.
+    """
+    where = Path(path) / MANIFEST
+    values = manifest["config"]
+    hints = typing.get_type_hints(config_class)
+    unknown = sorted(set(values) - {item.name for item in dataclasses.fields(config_class)})
+    if unknown:
+        raise ModelFolderError(f"unknown config fields {unknown}", path=where, field="config")
+    for key, value in values.items():
+        if not _fits(value, hints[key]):
+            raise ModelFolderError(
+                f"expected {_type_name(hints[key])}, got {value!r}", path=where, field=key
+            )
+    fixed = {
+        k: tuple(v) if isinstance(v, list) and _is_tuple(hints[k]) else v for k, v in values.items()
+    }
+    try:
+        return config_class(**fixed)
+    except InputError as err:  # a value out of range (the config's __post_init__)
+        raise ModelFolderError(err.problem, path=where, field=err.field) from None
+    except TypeError as err:  # a required key is missing
+        raise ModelFolderError(
+            f"config does not fit {config_class.__name__}: {err}", path=where, field="config"
+        ) from None
+
+
+def _fits(value: object, hint: object) -> bool:
+    """Whether a JSON ``value`` has the type ``hint`` (``int``, ``list[int]``, a Literal, ...)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return value in args
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in args)
+    if origin in (list, tuple):
+        if not isinstance(value, list | tuple):
+            return False
+        if origin is tuple and Ellipsis not in args:
+            return len(value) == len(args) and all(map(_fits, value, args))
+        return all(_fits(item, args[0]) for item in value)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def _is_tuple(hint: object) -> bool:
+    return tuple in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint)))
+
+
+def _type_name(hint: object) -> str:
+    if typing.get_origin(hint) is typing.Literal:
+        return "one of " + ", ".join(map(repr, typing.get_args(hint)))
+    return hint.__name__ if type(hint) is type else str(hint).replace("typing.", "")
 
 
 def load_tokenizer(folder: str | Path):

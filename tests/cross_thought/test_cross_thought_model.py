@@ -17,6 +17,7 @@ from ctxsent.models.cross_thought import (
     CrossThoughtRanker,
     selection_log_probs,
 )
+from ctxsent.saving import config_from
 
 TEXTS = ["the lighthouse keeper lit the lamp", "a ship", "stones and sea water at night"]
 
@@ -99,8 +100,8 @@ def test_broken_folders_are_refused(model, tmp_path):
         CrossThoughtModel.from_pretrained(folder)
     with pytest.raises(InputError, match="special token"):
         CrossThoughtConfig(num_special=0)
-    with pytest.raises(InputError, match="unknown config fields"):
-        CrossThoughtConfig.from_dict({"num_special": 1, "colour": "red"})
+    with pytest.raises(ModelFolderError, match="unknown config fields"):
+        config_from(CrossThoughtConfig, {"config": {"num_special": 1, "colour": "red"}}, folder)
 
 
 def test_init_from_a_bert_folder_copies_weights_and_positions(tiny_bert):

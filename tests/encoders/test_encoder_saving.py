@@ -77,7 +77,7 @@ def test_bad_folders_and_inputs(tmp_path, vectors):
         ctxsent.load(folder)
     manifest["config"]["colour"] = "red"
     (folder / "ctxsent.json").write_text(json.dumps(manifest))
-    with pytest.raises(ModelFolderError, match="unknown settings"):
+    with pytest.raises(ModelFolderError, match="unknown config fields"):
         ctxsent.load(folder)
     (folder / "vocab.txt").unlink()
     with pytest.raises(ModelFolderError):

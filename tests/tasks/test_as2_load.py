@@ -67,9 +67,9 @@ def test_unknown_name_lists_the_valid_ones(data_root: Path) -> None:
 
 
 def test_missing_split_lists_the_splits_present(data_root: Path) -> None:
-    with pytest.raises(InputError, match=r"trecqa: no trecqa file for split 'train'; .*dev, test"):
+    with pytest.raises(InputError, match=r"trecqa: no trecqa file for split 'train' .*dev, test"):
         load_as2(f"trecqa:{data_root / 'trecqa'}", "train")
-    with pytest.raises(InputError, match=r"wikiqa: no split given; splits here: test"):
+    with pytest.raises(InputError, match=r"wikiqa: no split given \(.*\); splits here: test"):
         load_as2(f"wikiqa:{data_root / 'wikiqa'}")
 
 

@@ -21,7 +21,7 @@ from ctxsent.corpus.shards import Shard, plan_shards
 from ctxsent.corpus.stats import CorpusStats
 from ctxsent.corpus.storage import SUMMARY_FILE, corpus_features, is_corpus_dir
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_path
+from ctxsent.io import atomic_path, check_writable
 
 if TYPE_CHECKING:
     import datasets
@@ -46,10 +46,10 @@ def build_corpus(
     ``fmt`` applies to every input (``auto``: detected per file). ``overwrite``
     replaces an existing corpus folder; any other existing path is refused.
     """
+    out = Path(out)
+    check_corpus_output(out, overwrite)
     corpus_filter = corpus_filter or CorpusFilter()
     files = _resolve_formats(inputs, CorpusFormat(fmt))
-    out = Path(out)
-    _check_output(out, overwrite)
     shards = plan_shards(files, encoding, num_proc)
     out.parent.mkdir(parents=True, exist_ok=True)
     with (
@@ -85,7 +85,12 @@ def _resolve_formats(
     return files
 
 
-def _check_output(out: Path, overwrite: bool) -> None:
+def check_corpus_output(out: str | Path, overwrite: bool = False) -> None:
+    """Raise :class:`InputError` unless a corpus may be built at ``out``: a folder that can
+    be written (:func:`~ctxsent.io.check_writable`), absent or, with ``overwrite``, a corpus.
+    """
+    out = Path(out)
+    check_writable(out, folder=True)
     if not out.exists():
         return
     if not is_corpus_dir(out):

@@ -26,12 +26,12 @@ def build(
     fmt: Annotated[
         CorpusFormat, typer.Option("--format", help="Input format; auto detects it per file.")
     ] = CorpusFormat.AUTO,
-    min_sentence_chars: Annotated[int, typer.Option(help="Drop shorter sentences.")] = 20,
+    min_sentence_chars: Annotated[int, typer.Option(min=0, help="Drop shorter sentences.")] = 20,
     min_paragraph_chars: Annotated[
-        int, typer.Option(help="Drop paragraphs whose kept sentences are shorter in total.")
+        int, typer.Option(min=0, help="Drop paragraphs whose kept sentences are shorter in total.")
     ] = 60,
     min_document_chars: Annotated[
-        int, typer.Option(help="Drop documents whose kept paragraphs are shorter in total.")
+        int, typer.Option(min=0, help="Drop documents whose kept paragraphs are shorter in total.")
     ] = 200,
     exclude_titles: Annotated[
         list[Path] | None,
@@ -64,11 +64,12 @@ def build(
     ] = False,
 ) -> None:
     """Split documents into paragraphs and sentences, filter them, and save an Arrow corpus."""
-    from ctxsent.corpus.build import build_corpus
+    from ctxsent.corpus.build import build_corpus, check_corpus_output
     from ctxsent.corpus.exclusions import exclusions_from_source
     from ctxsent.corpus.filters import CorpusFilter
     from ctxsent.corpus.titles import EVALUATION_OVERLAP_TITLES, titles_from_file
 
+    check_corpus_output(out, overwrite)  # before the exclusions load
     titles = list(EVALUATION_OVERLAP_TITLES) if exclude_evaluation_overlaps else []
     sentences: list[str] = []
     for path in exclude_titles or []:
@@ -128,3 +129,11 @@ def _print_table(summary: dict, out: Path) -> None:
     table.add_row("tokens", f"{summary['tokens']:,}", f"{summary['read']['tokens']:,}", "")
     table.caption = f"tokens: {summary['token_counter']}"
     Console(stderr=True).print(table)
+    unbroken = summary["read"]["documents_without_paragraph_breaks"]
+    if unbroken:
+        documents = "1 document" if unbroken == 1 else f"{unbroken:,} documents"
+        typer.echo(
+            f"warning: {documents} had no blank line between paragraphs and each is one "
+            "paragraph (in plain text, put a blank line between paragraphs)",
+            err=True,
+        )

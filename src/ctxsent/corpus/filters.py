@@ -79,6 +79,8 @@ def process_document(
         stats.documents_excluded += 1
         stats.excluded_titles.append(raw.title)
         return None
+    if len(raw.paragraphs) == 1:
+        stats.documents_without_paragraph_breaks += 1
     paragraphs = [
         _filter_paragraph(split_sentences(text), corpus_filter, stats) for text in raw.paragraphs
     ]

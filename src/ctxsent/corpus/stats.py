@@ -19,10 +19,12 @@ class CorpusStats:
     are never split). Each ``*_excluded`` or ``*_dropped`` counts only what its own
     filter removed: the paragraphs and sentences of a document dropped as too short
     are not counted again. So ``documents_read = documents + documents_excluded
-    + documents_dropped``.
+    + documents_dropped``. ``documents_without_paragraph_breaks`` counts the documents read
+    as one paragraph: plain text without blank lines between its paragraphs reads so.
     """
 
     documents_read: int = 0
+    documents_without_paragraph_breaks: int = 0
     paragraphs_read: int = 0
     sentences_read: int = 0
     tokens_read: int = 0
@@ -61,6 +63,7 @@ class CorpusStats:
                 "paragraphs": self.paragraphs_read,
                 "sentences": self.sentences_read,
                 "tokens": self.tokens_read,
+                "documents_without_paragraph_breaks": self.documents_without_paragraph_breaks,
             },
             "dropped": {
                 "documents_excluded_by_title": self.documents_excluded,

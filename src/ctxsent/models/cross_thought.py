@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +56,7 @@ from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.saving import (
     check_tensors,
+    config_from,
     load_tokenizer,
     model_folder,
     read_manifest,
@@ -94,14 +95,6 @@ class CrossThoughtConfig:
             )
         if self.cross_layers < 1:
             raise InputError("cross_layers must be at least 1", field="cross_layers")
-
-    @classmethod
-    def from_dict(cls, values: dict) -> CrossThoughtConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise InputError(f"unknown config fields {unknown}", field="config")
-        return cls(**values)
 
 
 class AttentionLayer(nn.Module):
@@ -447,7 +440,7 @@ class CrossThoughtModel(nn.Module):
         manifest = read_manifest(path)
         if manifest["kind"] not in (cls.kind, CrossThoughtRanker.kind):
             raise ModelFolderError(f"holds a {manifest['kind']!r}, not a {cls.kind}", path=path)
-        config = CrossThoughtConfig.from_dict(manifest["config"])
+        config = config_from(CrossThoughtConfig, manifest, path)
         tokenizer = load_tokenizer(path)
         try:
             bert_config = BertConfig.from_dict(

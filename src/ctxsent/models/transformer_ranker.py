@@ -85,16 +85,6 @@ def load_folder(
     return manifest, load_network(model_class, path, use_safetensors=True, **options), tokenizer
 
 
-def config_from(config_class, manifest: dict, path: str | Path):
-    """``config_class(**manifest["config"])``, or a :class:`ModelFolderError` naming the folder."""
-    try:
-        return config_class(**manifest["config"])
-    except TypeError as err:
-        raise ModelFolderError(
-            f"config does not fit {config_class.__name__}: {err}", path=path, field="config"
-        ) from None
-
-
 class TransformerRanker(As2Ranker, nn.Module):
     """Base of the transformer rankers: ``model`` is the HF network, ``config`` a RankerConfig."""
 

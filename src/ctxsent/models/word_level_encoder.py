@@ -13,7 +13,7 @@ is padded to its longest item, and the input order is restored at the end.
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.saving import MANIFEST, check_tensors, model_folder, read_manifest
+from ctxsent.saving import MANIFEST, check_tensors, config_from, model_folder, read_manifest
 from ctxsent.text.length_chunks import length_sorted_chunks
 from ctxsent.text.vocabulary import EOS_ID, PAD_ID, Vocabulary
 
@@ -106,16 +106,7 @@ class WordLevelEncoder(nn.Module):
             raise ModelFolderError(
                 f"a {manifest['kind']!r} folder, not {cls.kind!r}", path=folder / MANIFEST
             )
-        known = {f.name for f in fields(cls.config_class)}
-        raw = manifest.get("config", {})
-        unknown = set(raw) - known
-        if unknown:
-            raise ModelFolderError(
-                f"unknown settings {sorted(unknown)}", path=folder / MANIFEST, field="config"
-            )
-        config = cls.config_class(
-            **{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
-        )
+        config = config_from(cls.config_class, manifest, folder)
         vocabulary_path = folder / VOCABULARY
         if not vocabulary_path.is_file():
             raise ModelFolderError(f"no {VOCABULARY}", path=folder)

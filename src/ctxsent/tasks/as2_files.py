@@ -44,7 +44,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ctxsent.errors import InputError
-from ctxsent.io import open_text, read_json_lines, read_lines
+from ctxsent.io import check_file, open_text, read_json_lines, read_lines
 from ctxsent.tasks.as2_records import As2Record
 
 FIELDS = tuple(field.name for field in fields(As2Record))
@@ -265,10 +265,9 @@ def _open_table(source: str, split: str | None) -> _Table:
     suffix = _suffix(path)
     if suffix not in SUFFIXES:
         raise InputError(f"expected a {', '.join(SUFFIXES)} file or an hf: spec", path=path)
+    check_file(path)
     if split is not None:
         raise InputError(f"a split ({split!r}) selects part of a dataset; got a file", path=path)
-    if not path.is_file():
-        raise InputError("no such file", path=path)
     if suffix == ".jsonl":
         return _jsonl_table(path)
     if suffix == ".parquet":

@@ -116,12 +116,15 @@ def available_splits(fmt: As2Format, folder: Path) -> list[str]:
 
 
 def _split_file(name: str, fmt: As2Format, folder: Path, split: str | None) -> Path:
+    """The file of ``split`` in ``folder``, or an error saying which file was expected."""
     if not fmt.split_files:
         raise InputError(f"{name}: expected a file, got a folder", path=folder)
     if split is not None:
         for pattern in fmt.split_files:
             if (folder / pattern.format(split=split)).is_file():
                 return folder / pattern.format(split=split)
-    choices = available_splits(fmt, folder)
+    named = "a folder named like a file: " if folder.suffix else ""
+    expected = " or ".join(pattern.format(split=split or "SPLIT") for pattern in fmt.split_files)
     problem = "no split given" if split is None else f"no {name} file for split {split!r}"
-    raise InputError(f"{problem}; splits here: {', '.join(choices) or 'none'}", path=folder)
+    splits = ", ".join(available_splits(fmt, folder)) or "none"
+    raise InputError(f"{named}{problem} (expected {expected}); splits here: {splits}", path=folder)

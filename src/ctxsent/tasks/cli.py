@@ -18,7 +18,7 @@ def data() -> None:
 def squad_as2(
     squad: Path = typer.Option(..., "--squad", help="SQuAD v1.1-format JSON (.json or .json.gz)."),
     out: Path = typer.Option(..., "--out", help="Output folder for {train,dev,test}.jsonl."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the article → split assignment."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the article → split assignment."),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace OUT even if it is not a squad-as2 folder."
     ),

@@ -32,10 +32,10 @@ import torch
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 from torch.utils.data import DataLoader
 
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, check_choice, check_range
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.io import atomic_write, check_output
-from ctxsent.models.backbones import DEFAULT_BACKBONE
+from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import lightning_precision
@@ -50,6 +50,13 @@ from ctxsent.training.sampling import (
     QuestionBatches,
     batches_done_this_epoch,
     length_sorted_batches,
+)
+from ctxsent.training.settings import (
+    ACCELERATORS,
+    LOSSES,
+    MIN_INPUT_LENGTH,
+    PRECISIONS,
+    STRATEGIES,
 )
 
 #: What a fine-tuning run writes to ``OUT`` that an ``overwrite`` run starts without.
@@ -89,8 +96,15 @@ class As2TrainConfig:
     seed: int = 42
 
     def __post_init__(self) -> None:
-        if self.loss not in ("pointwise", "listwise"):
-            raise InputError(f"expected pointwise or listwise, got {self.loss!r}", field="loss")
+        check_range(self, "learning_rate head_lr_scale", 0, above=True)
+        check_range(self, "batch_size epochs max_steps eval_every patience eval_batch_size", 1)
+        check_range(self, "max_negatives_per_question num_nodes", 1)
+        check_range(self, "warmup_ratio", 0, 1)
+        check_range(self, "weight_decay max_grad_norm seed", 0)
+        check_choice(self, "loss", LOSSES)
+        check_choice(self, "precision", PRECISIONS)
+        check_choice(self, "accelerator", ACCELERATORS)
+        check_choice(self, "strategy", STRATEGIES)
 
 
 @dataclass
@@ -112,6 +126,10 @@ class As2RankerSpec:
     def __post_init__(self) -> None:
         from ctxsent.saving import is_model_folder
 
+        check_range(self, "max_length", MIN_INPUT_LENGTH)
+        check_range(self, "layers", 1)
+        if not is_model_folder(self.init):
+            resolve_backbone(self.init)  # a backbone that cannot load fails before the data
         if self.exits and not self.cascade:
             raise InputError("--exits applies to --cascade models only", field="exits")
         if is_model_folder(self.init) and (self.layers is not None or self.exits):

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-from ctxsent.cli_options import OverwriteOption
-from ctxsent.errors import InputError
+from ctxsent.cli_options import DevicesOption, OverwriteOption, SeedOption, positive
+from ctxsent.training.settings import Accelerator, Precision
 
 PRESET_HELP = (
     "cross-thought-{1,3,5}-64, cross-thought-1-512, mlm-1-64, mlm-1-512 (paper scale) "
@@ -29,31 +29,37 @@ def pretrain_command(
     corpus: Annotated[Path, typer.Option(help="a corpus folder from 'ctxsent corpus build'")],
     out: Annotated[Path, typer.Option(help="run folder (OUT/model, OUT/summary.json); resumable")],
     budget: Annotated[
-        float | None, typer.Option(help="stop after this many minutes (total, across resumes)")
+        float | None,
+        typer.Option(
+            callback=positive, help="stop after this many minutes (total, across resumes)"
+        ),
     ] = None,
-    max_steps: Annotated[int | None, typer.Option(help="override the preset's steps")] = None,
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, help="override the preset's steps")
+    ] = None,
     max_sequences: Annotated[
-        int | None, typer.Option(help="tokenise only the first N short sequences of the corpus")
+        int | None,
+        typer.Option(min=1, help="tokenise only the first N short sequences of the corpus"),
     ] = None,
     backbone: Annotated[str, typer.Option(help="tokenizer and architecture (BERT-style)")] = (
         "all-MiniLM-L6-v2"
     ),
     init: Annotated[
-        str | None,
+        Literal["backbone", "random"] | None,
         typer.Option(help="'backbone' (its weights) or 'random'; default: the preset's choice"),
     ] = None,
-    precision: Annotated[str, typer.Option(help="auto | fp32 | bf16 | fp16")] = "auto",
-    accelerator: str = "auto",
-    devices: str = "auto",
-    seed: int = 0,
+    precision: Precision = "auto",
+    accelerator: Accelerator = "auto",
+    devices: DevicesOption = "auto",
+    seed: SeedOption = 0,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train a Cross-Thought encoder (or an MLM baseline) on a corpus."""
     from ctxsent.corpus.storage import load_corpus
+    from ctxsent.io import check_writable
     from ctxsent.training.cross_thought_train import PretrainConfig, pretrain_cross_thought
 
-    if init not in (None, "backbone", "random"):
-        raise InputError(f"expected 'backbone' or 'random', got {init!r}", field="init")
+    check_writable(out, folder=True)
     config = PretrainConfig(
         preset=preset,
         backbone=backbone,
@@ -63,7 +69,7 @@ def pretrain_command(
         max_sequences=max_sequences,
         precision=precision,
         accelerator=accelerator,
-        devices=int(devices) if devices.isdigit() else devices,
+        devices=devices,
         seed=seed,
     )
     config.resolved_preset()  # unknown preset: fail before reading the corpus
@@ -72,7 +78,7 @@ def pretrain_command(
 
 
 def finetune_command(
-    task: Annotated[str, typer.Option(help="as2 | sick-e | mrpc")],
+    task: Annotated[Literal["as2", "sick-e", "mrpc"], typer.Option(help="the task")],
     init: Annotated[
         str,
         typer.Option(
@@ -85,23 +91,25 @@ def finetune_command(
         str,
         typer.Option(help="as2: NAME:PATH (e.g. wikiqa:DIR); sick-e/mrpc: the shared data folder"),
     ] = "../shared/data",
-    max_steps: int = 500,
-    batch_size: Annotated[int | None, typer.Option(help="default: 8 questions / 32 pairs")] = None,
-    lr: Annotated[float | None, typer.Option(help="default: 5e-5 (AS2) / 2e-5 (pairs)")] = None,
-    negatives: Annotated[int, typer.Option(help="AS2: sampled negatives per question")] = 15,
-    eval_every: int = 100,
-    seed: int = 42,
+    max_steps: Annotated[int, typer.Option(min=1)] = 500,
+    batch_size: Annotated[
+        int | None, typer.Option(min=1, help="default: 8 questions / 32 pairs")
+    ] = None,
+    lr: Annotated[
+        float | None, typer.Option(callback=positive, help="default: 5e-5 (AS2) / 2e-5 (pairs)")
+    ] = None,
+    negatives: Annotated[int, typer.Option(min=1, help="AS2: sampled negatives per question")] = 15,
+    eval_every: Annotated[int, typer.Option(min=1)] = 100,
+    seed: SeedOption = 42,
     backbone: Annotated[str, typer.Option(help="with --init backbone: the encoder")] = (
         "all-MiniLM-L6-v2"
     ),
 ) -> None:
     """Fine-tune a pre-trained Cross-Thought: answer selection (Eq. 10) or pairs (Eq. 11)."""
-    from ctxsent.io import atomic_write
+    from ctxsent.io import atomic_write, check_writable
     from ctxsent.training.cross_thought_train import FineTuneConfig
 
-    if task not in ("as2", "sick-e", "mrpc"):
-        raise InputError(f"expected as2, sick-e or mrpc, got {task!r}", field="task")
-    model = model_to_finetune(init, backbone)
+    check_writable(out, folder=True)
     as2 = task == "as2"
     config = FineTuneConfig(
         learning_rate=lr or (5e-5 if as2 else 2e-5),
@@ -111,6 +119,7 @@ def finetune_command(
         eval_every=eval_every,
         seed=seed,
     )
+    model = model_to_finetune(init, backbone)
     out.mkdir(parents=True, exist_ok=True)
     result = (
         _finetune_as2(model, data, out, config)
@@ -178,10 +187,10 @@ def retrieval_command(
         "../shared/data/squad/dev-v1.1.json.gz"
     ),
     questions: Annotated[
-        int | None, typer.Option(help="a seeded random subset of the questions")
+        int | None, typer.Option(min=1, help="a seeded random subset of the questions")
     ] = None,
-    seed: int = 0,
-    batch_size: int = 64,
+    seed: SeedOption = 0,
+    batch_size: Annotated[int, typer.Option(min=1)] = 64,
 ) -> None:
     """Unsupervised paragraph ranking (the paper's HotpotQA(u) setting) on SQuAD: Recall@1/5/20."""
     from ctxsent.evaluation.retrieval import (

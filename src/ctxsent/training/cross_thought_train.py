@@ -34,7 +34,7 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from ctxsent.corpus.titles import EVALUATION_OVERLAP_TITLES
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, check_choice, check_range
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE
@@ -60,6 +60,7 @@ from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.runs import finish_run, start_run
+from ctxsent.training.settings import ACCELERATORS, PRECISIONS
 
 
 # ---- pre-training ------------------------------------------------------------------------------
@@ -82,11 +83,16 @@ class PretrainConfig:
     devices: int | str = "auto"
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        check_range(self, "max_steps max_sequences checkpoint_every", 1)
+        check_range(self, "budget_minutes", 0, above=True)
+        check_range(self, "seed", 0)
+        check_choice(self, "precision", PRECISIONS)
+        check_choice(self, "accelerator", ACCELERATORS)
+
     def resolved_preset(self) -> CrossThoughtPreset:
         preset = get_preset(self.preset)
         if self.max_steps is not None:
-            if self.max_steps < 1:
-                raise InputError("max_steps must be positive", field="max_steps")
             preset = replace(preset, max_steps=self.max_steps)
         if self.from_backbone is not None:
             preset = replace(preset, from_backbone=self.from_backbone)
@@ -239,6 +245,12 @@ class FineTuneConfig:
     """Sampled negatives per question (answer selection)."""
     eval_every: int = 100
     seed: int = 42
+
+    def __post_init__(self) -> None:
+        check_range(self, "learning_rate", 0, above=True)
+        check_range(self, "max_steps batch_size negatives eval_every", 1)
+        check_range(self, "warmup_ratio", 0, 1)
+        check_range(self, "seed", 0)
 
 
 #: Texts per forward chunk when a step embeds a question batch's texts (memory bound; the

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from ctxsent.cli_options import OverwriteOption
+from ctxsent.cli_options import OverwriteOption, positive
 from ctxsent.errors import InputError
 from ctxsent.training.encoder_presets import PRESETS, PretrainConfig, preset_config
 
@@ -58,14 +58,17 @@ def pretrain_encoder(
     word_vectors: str | None = typer.Option(
         None, help="GloVe/word2vec file or folder, 'glove-6b-50d', or 'none' (random init)."
     ),
-    max_minutes: float | None = typer.Option(None, help="Wall-clock budget of the whole run."),
-    max_steps: int | None = typer.Option(None, help="Optimiser steps of the whole run."),
+    max_minutes: float | None = typer.Option(
+        None, callback=positive, help="Wall-clock budget of the whole run."
+    ),
+    max_steps: int | None = typer.Option(None, min=1, help="Optimiser steps of the whole run."),
     set_: list[str] = typer.Option([], "--set", help="Override a setting: KEY=VALUE."),
     list_presets: bool = typer.Option(False, "--list", help="Print the presets and exit."),
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train an RNN-CNN or Mean-Max AAE sentence encoder; saves OUT/encoder."""
     from ctxsent.corpus import load_corpus
+    from ctxsent.io import check_writable
     from ctxsent.training.encoder_pretrain import pretrain_encoder as run
 
     if list_presets:
@@ -78,6 +81,7 @@ def pretrain_encoder(
         raise InputError(
             "--corpus and --out are required", field="corpus" if corpus is None else "out"
         )
+    check_writable(out, folder=True)
     overrides = parse_overrides(set_)
     for key, value in (
         ("word_vectors", word_vectors),

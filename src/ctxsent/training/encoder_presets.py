@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, check_choice, check_range
+from ctxsent.training.settings import ACCELERATORS, PRECISIONS
 
 GLOVE_PACKAGE = "glove-6b-50d"
 
@@ -68,6 +69,16 @@ class PretrainConfig:
     input_mode: str = "teacher-forcing"
     target: str = "window"
     target_length: int = 30
+
+    def __post_init__(self) -> None:
+        check_range(self, "vocab_size embedding_dim max_length max_sentences batch_size", 1)
+        check_range(self, "epochs max_steps checkpoint_every hidden_size ffn_size heads", 1)
+        check_range(self, "target_length", 1)
+        check_range(self, "learning_rate max_grad_norm max_minutes", 0, above=True)
+        check_range(self, "expand_vocabulary seed", 0)
+        check_range(self, "dropout", 0, 1, below=True)
+        check_choice(self, "precision", PRECISIONS)
+        check_choice(self, "accelerator", ACCELERATORS)
 
 
 _RNN_CNN_CPU = {

@@ -12,41 +12,52 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-from ctxsent.cli_options import OverwriteOption
+from ctxsent.cli_options import DevicesOption, OverwriteOption, SeedOption, positive
+from ctxsent.training.settings import MIN_INPUT_LENGTH, Accelerator, Precision
 
 
 def pretrain_data_ssp(
     corpus: Annotated[Path, typer.Option(help="corpus folder ('ctxsent corpus build')")],
     out: Annotated[Path, typer.Option(help="output dataset folder")],
-    objective: Annotated[str, typer.Option(help="sdc | dpc | dslc | all")] = "dpc",
+    objective: Annotated[
+        Literal["sdc", "dpc", "dslc", "all"], typer.Option(help="the SSP objective")
+    ] = "dpc",
     tokenizer: Annotated[
         str, typer.Option(help="tokenizer of the backbone to pre-train (name or folder)")
     ] = "all-MiniLM-L6-v2",
-    num_proc: Annotated[int, typer.Option(help="worker processes")] = 1,
-    seed: int = 0,
-    max_length: int = 128,
+    num_proc: Annotated[int, typer.Option(min=1, help="worker processes")] = 1,
+    seed: SeedOption = 0,
+    max_length: Annotated[int, typer.Option(min=MIN_INPUT_LENGTH)] = 128,
     block_size: Annotated[
-        int, typer.Option(help="documents per work unit; easy negatives come from the same block")
+        int,
+        typer.Option(
+            min=1, help="documents per work unit; easy negatives come from the same block"
+        ),
     ] = 500,
-    positives_per_paragraph: int = 1,
-    max_documents: Annotated[int | None, typer.Option(help="use the first N documents")] = None,
+    positives_per_paragraph: Annotated[int, typer.Option(min=1)] = 1,
+    max_documents: Annotated[
+        int | None, typer.Option(min=1, help="use the first N documents")
+    ] = None,
     train_tokenizer: Annotated[
         int | None,
         typer.Option(
+            min=1,
             help="train a WordPiece tokenizer of this vocabulary size on the corpus and use it "
-            "instead of --tokenizer (ELECTRA presets: 30522 on GPUs, 8000 on CPU)"
+            "instead of --tokenizer (ELECTRA presets: 30522 on GPUs, 8000 on CPU)",
         ),
     ] = None,
     overwrite: bool = False,
 ) -> None:
     """Build SSP (s1, s2, context, label) examples, tokenised (SSP paper, section 4)."""
+    from ctxsent.io import check_writable
     from ctxsent.objectives.ssp import SspConfig
     from ctxsent.objectives.ssp_data import build_ssp_dataset
 
+    check_writable(out, folder=True)
     config = SspConfig(
         objective=objective,
         seed=seed,
@@ -80,32 +91,37 @@ def pretrain_ssp(
     backbone: Annotated[
         str | None, typer.Option(help="override the preset's backbone (not for ELECTRA)")
     ] = None,
-    max_steps: int | None = None,
-    batch_size: int | None = None,
-    lr: float | None = None,
+    max_steps: Annotated[int | None, typer.Option(min=1)] = None,
+    batch_size: Annotated[int | None, typer.Option(min=1)] = None,
+    lr: Annotated[float | None, typer.Option(callback=positive)] = None,
     head_lr_scale: Annotated[
-        float | None, typer.Option(help="learning-rate multiplier of the new SSP head")
+        float | None,
+        typer.Option(callback=positive, help="learning-rate multiplier of the new SSP head"),
     ] = None,
-    warmup_steps: int | None = None,
+    warmup_steps: Annotated[int | None, typer.Option(min=0)] = None,
     ssp_weight: Annotated[
         float | None,
-        typer.Option(help="SSP loss weight (paper: 1, equal to MLM); 0 = the MLM-only control"),
+        typer.Option(
+            min=0, help="SSP loss weight (paper: 1, equal to MLM); 0 = the MLM-only control"
+        ),
     ] = None,
     readout: Annotated[
-        str | None,
+        Literal["cls", "mean"] | None,
         typer.Option(help="cls (the paper's [CLS] head) | mean (the cascade's mean-pooled FFN)"),
     ] = None,
-    save_every: int | None = None,
-    precision: Annotated[str | None, typer.Option(help="auto | fp32 | bf16 | fp16")] = None,
-    accelerator: str | None = None,
-    devices: str | None = None,
-    seed: int | None = None,
+    save_every: Annotated[int | None, typer.Option(min=1)] = None,
+    precision: Precision | None = None,
+    accelerator: Accelerator | None = None,
+    devices: DevicesOption = None,
+    seed: Annotated[int | None, typer.Option(min=0)] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """MLM + SSP (or ELECTRA: MLM + RTD + SSP) pre-training; resumable; fine-tune OUT/model."""
+    from ctxsent.io import check_writable
     from ctxsent.training.ssp_pretrain import preset as named
     from ctxsent.training.ssp_pretrain import pretrain_ssp as run
 
+    check_writable(out, folder=True)
     config = named(
         preset,
         backbone=backbone,
@@ -119,7 +135,7 @@ def pretrain_ssp(
         save_every=save_every,
         precision=precision,
         accelerator=accelerator,
-        devices=int(devices) if devices and devices.isdigit() else devices,
+        devices=devices,
         seed=seed,
     )
     result = run(data, out, config, overwrite=overwrite)
@@ -128,8 +144,8 @@ def pretrain_ssp(
 
 def eval_ssp(
     run: Annotated[Path, typer.Option(help="finished 'ctxsent pretrain ssp' run folder")],
-    examples: Annotated[int, typer.Option(help="held-out examples to score")] = 1000,
-    batch_size: int = 64,
+    examples: Annotated[int, typer.Option(min=1, help="held-out examples to score")] = 1000,
+    batch_size: Annotated[int, typer.Option(min=1)] = 64,
 ) -> None:
     """Score the run's SSP head on examples its training never drew (accuracy, AUC, log-loss)."""
     from ctxsent.training.ssp_heldout import evaluate_run

@@ -57,7 +57,7 @@ from lightning.fabric.utilities.rank_zero import rank_zero_only
 from torch import nn
 from torch.utils.data import DataLoader
 
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, check_choice, check_range
 from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.cascade import CascadeRanker
@@ -78,6 +78,7 @@ from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import StepBatches
+from ctxsent.training.settings import ACCELERATORS, MIN_INPUT_LENGTH, PRECISIONS
 from ctxsent.training.ssp_heldout import ssp_heldout_metrics, unseen_indices
 
 
@@ -118,9 +119,14 @@ class SspPretrainConfig:
             raise InputError(f"expected cls or mean, got {self.readout!r}", field="readout")
         if self.readout == "mean" and self.electra is not None:
             raise InputError("the ELECTRA presets read SSP from [CLS] only", field="readout")
-        for name in ("mlm_weight", "ssp_weight", "rtd_weight"):
-            if getattr(self, name) < 0:
-                raise InputError(f"must be >= 0, got {getattr(self, name)}", field=name)
+        check_range(self, "mlm_weight ssp_weight rtd_weight warmup_steps weight_decay", 0)
+        check_range(self, "seed heldout_examples", 0)
+        check_range(self, "learning_rate head_lr_scale max_grad_norm", 0, above=True)
+        check_range(self, "batch_size max_steps save_every", 1)
+        check_range(self, "max_length", MIN_INPUT_LENGTH)
+        check_range(self, "mlm_probability", 0, 1, above=True, below=True)
+        check_choice(self, "precision", PRECISIONS)
+        check_choice(self, "accelerator", ACCELERATORS)
 
 
 #: ``RankerConfig.backbone`` of a discriminator built from scratch
