@@ -69,7 +69,7 @@ def check_writable(target: str | Path, folder: bool | None = None) -> None:
     if folder is not None and target.exists() and target.is_dir() != folder:
         found, expected = ("file", "folder") if folder else ("folder", "file")
         raise InputError(f"is a {found}; expected a {expected}", path=target)
-    nearest = next(path for path in target.parents if path.exists())
+    nearest = next((path for path in target.absolute().parents if path.exists()), target)
     for path in [target, nearest] if target.is_dir() else [nearest]:
         if not path.is_dir():
             raise InputError("is a file; expected a folder", path=path)

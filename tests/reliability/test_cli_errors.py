@@ -23,6 +23,7 @@ import ctxsent
 import ctxsent.io
 from ctxsent.cli import app
 from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.io import check_writable
 from ctxsent.saving import MANIFEST
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from synthetic import synthetic_as2
@@ -117,6 +118,14 @@ def test_a_folder_where_an_output_file_goes_is_refused_first(name, tmp_path):
     folder.mkdir()
     line = error_line(invoke(*command(name, tmp_path, folder)))
     assert line == f"error: {folder}: is a folder; expected a file"
+
+
+def test_the_current_folder_and_the_root_can_be_checked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    check_writable(".", folder=True)  # it has no parents: its own folder is the nearest
+    check_writable("run", folder=True)
+    with pytest.raises(InputError, match="is a folder; expected a file"):
+        check_writable("/", folder=False)
 
 
 class _FullDisk:
