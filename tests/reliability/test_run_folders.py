@@ -119,7 +119,7 @@ def test_loading_the_model_of_an_unfinished_run_warns(tiny_bert, tmp_path):
     assert unfinished_run(out / "model") == out / "run.json"
     with pytest.warns(UnfinishedRunWarning, match="has not finished"):
         ctxsent.load(out / "model")
-    finish_run(out)
+    finish_run(out, {"step": 3})
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnfinishedRunWarning)
         ctxsent.load(out / "model")
@@ -137,6 +137,8 @@ def test_the_cli_refuses_changed_settings_in_one_line(tiny_bert, tmp_path, monke
         str(tmp_path / "run"), "--init", str(tiny_bert), "--max-steps", "2", "--eval-every",
         "2", "--batch-size", "8", "--max-length", "32", "--accelerator", "cpu",
     ]  # fmt: skip
+
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # main() sets it
 
     def run(*extra: str) -> int:
         monkeypatch.setattr(sys, "argv", [*command, *extra])
