@@ -89,14 +89,20 @@ def test_concurrent_requests_are_batched_with_per_request_results(tiny_ranker):
         )
 
 
-def test_a_large_request_is_split_into_chunks_and_scored_as_if_alone(tiny_ranker):
-    app = create_app(tiny_ranker, ServeLimits(max_batch=4))
+@pytest.mark.parametrize(
+    ("limits", "calls", "largest"),
+    [({"max_batch": 4}, 3, 4), ({"chunk_chars": 1}, 11, 1)],  # by candidates, by characters
+)
+def test_a_large_request_is_split_into_chunks_and_scored_as_if_alone(
+    tiny_ranker, limits, calls, largest
+):
+    app = create_app(tiny_ranker, ServeLimits(**limits))
     assert app.state.batcher.grouping is Grouping.SPLIT
     items = candidates(11, seed=3)
     with TestClient(app) as client:
         answers = client.post("/rank", json={"question": "who?", "candidates": items}).json()
     stats = app.state.batcher.stats
-    assert (stats.calls, stats.largest_call, stats.requests) == (3, 4, 1)
+    assert (stats.calls, stats.largest_call, stats.requests) == (calls, largest, 1)
     alone = tiny_ranker.rank(
         "who?", [c["text"] for c in items], [(c["previous"], c["next"]) for c in items]
     )
@@ -283,26 +289,21 @@ def test_serve_command_builds_the_app_and_rejects_bad_limits(monkeypatch):
     app.command()(serve)
     calls = []
     monkeypatch.setattr(uvicorn, "run", lambda served, **options: calls.append((served, options)))
-    options = [
-        "--port",
-        "9123",
-        "--max-candidates",
-        "7",
-        "--timeout-s",
-        "9",
-        "--read-timeout-s",
-        "4",
-    ]
-    result = CliRunner().invoke(app, ["bm25", *options])
+    options = "--port 9123 --max-candidates 7 --chunk-chars 99 --timeout-s 9 --read-timeout-s 4"
+    result = CliRunner().invoke(app, ["bm25", *options.split()])
     assert result.exit_code == 0, result.output
     served, options = calls[0]
     assert options["port"] == 9123 and options["host"] == "127.0.0.1"
     assert options["http"].func is HeadTimeoutProtocol
     assert options["http"].keywords == {"head_timeout_s": 4.0}
-    assert served.state.limits.max_candidates == 7 and served.state.limits.timeout_s == 9
+    assert served.state.limits == ServeLimits(
+        max_candidates=7, chunk_chars=99, timeout_s=9, read_timeout_s=4
+    )
+    assert served.state.batcher.max_chunk_cost == 99
     refused = {
         ("--max-batch", "0"): "greater than or equal to 1",
         ("--batch-size", "0"): "greater than or equal to 1",
+        ("--chunk-chars", "0"): "greater than or equal to 1",
         ("--port", "70000"): "less than or equal to 65535",
         ("--port", "0"): "greater than or equal to 1",
         ("--max-wait-ms", "-1"): "greater than or equal to 0",

@@ -85,6 +85,14 @@ def test_calls_respect_max_batch_and_large_requests_are_split_in_order():
     assert batcher.stats.requests == 6 and batcher.stats.largest_call <= 10
 
 
+def test_chunks_are_bounded_by_cost_with_at_least_one_item_each():
+    model = Recorder(delay=0.0)
+    batcher = MicroBatcher(model, max_batch=4, max_wait_ms=1, cost=lambda x: x, max_chunk_cost=10)
+    items = [20, 1, 2, 3, 4, 5, 1, 1, 1, 1, 1]
+    assert run_concurrently(batcher, [("k", items)]) == [[2 * x for x in items]]
+    assert [call for _, call in model.calls] == [[20], [1, 2, 3, 4], [5, 1, 1, 1], [1, 1]]
+
+
 @pytest.mark.parametrize("grouping", [Grouping.WHOLE, Grouping.ALONE])
 def test_requests_that_cannot_be_split_run_whole(grouping):
     model = Recorder(delay=0.0)

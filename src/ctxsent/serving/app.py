@@ -4,7 +4,8 @@
 accepted by :func:`ctxsent.models.baseline_rankers.load_ranker` (``bm25``,
 ``bi-encoder[:BACKBONE]``) or a model object. Concurrent requests are scored
 together by a :class:`~ctxsent.serving.batching.MicroBatcher`, and large
-requests are split into chunks that take turns with other requests; each
+requests are split into chunks (at most ``max_batch`` candidates and
+``chunk_chars`` characters) that take turns with other requests; each
 request's candidates carry their own question id, so a cascade prunes every
 question on its own and a request gets the scores it would get alone (up to
 float rounding from different padding). Models whose scores depend on the
@@ -189,6 +190,13 @@ def grouping(model: Any) -> Grouping:
     return Grouping.WHOLE if hasattr(model, "num_stages") else Grouping.SPLIT
 
 
+def characters(item: As2Record | str) -> int:
+    """The characters of a record (question, candidate and context) or a text to encode."""
+    if isinstance(item, str):
+        return len(item)
+    return len(item.question) + len(item.candidate) + len(item.previous) + len(item.next)
+
+
 def _describe(model: Any) -> dict:
     config = getattr(model, "config", None)
     return {
@@ -222,7 +230,14 @@ def create_app(
 
         model = load_ranker(model)
     runner = ModelRunner(model, batching.model_batch_size)
-    batcher = MicroBatcher(runner, limits.max_batch, batching.max_wait_ms, grouping(model))
+    batcher = MicroBatcher(
+        runner,
+        limits.max_batch,
+        batching.max_wait_ms,
+        grouping(model),
+        cost=characters,
+        max_chunk_cost=limits.chunk_chars,
+    )
     request_ids = count()
 
     @asynccontextmanager

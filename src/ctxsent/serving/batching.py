@@ -8,11 +8,12 @@ request's next chunk, plus later requests with its key that fit whole in
 and hands every request back its own slice of the results.
 
 How requests may be grouped depends on the model (:class:`Grouping`). With
-``SPLIT``, a request larger than ``max_batch`` is cut into chunks of at most
-``max_batch`` items, and after each chunk it goes to the back of the queue:
-requests take turns (round-robin), so a small request behind a large one waits
-for about one chunk, not for the whole large request; the chunks' results are
-put back together in order.
+``SPLIT``, a request is cut into chunks of at most ``max_batch`` items and at
+most ``max_chunk_cost`` by ``cost`` (e.g. characters, so that a chunk of long
+texts takes no longer than one of short ones), and after each chunk it goes to
+the back of the queue: requests take turns (round-robin), so a small request
+behind a large one waits for about one chunk, not for the whole large request;
+the chunks' results are put back together in order.
 
 A request whose caller stops waiting (its :meth:`~MicroBatcher.submit` is
 cancelled: client gone, deadline passed) is dropped before its next model
@@ -29,6 +30,7 @@ from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import accumulate, takewhile
 from typing import Any
 
 RunFn = Callable[[Hashable, list[Any]], Sequence[Any]]
@@ -89,7 +91,11 @@ class _Part:
 
 
 class MicroBatcher:
-    """Groups concurrent :meth:`submit` calls into calls of ``run`` in one worker thread."""
+    """Groups concurrent :meth:`submit` calls into calls of ``run`` in one worker thread.
+
+    ``cost`` and ``max_chunk_cost`` bound the chunks of split requests (at least one item
+    each); calls that merge whole requests are bounded by ``max_batch`` items only.
+    """
 
     def __init__(
         self,
@@ -97,11 +103,15 @@ class MicroBatcher:
         max_batch: int = 256,
         max_wait_ms: float = 5.0,
         grouping: Grouping = Grouping.SPLIT,
+        cost: Callable[[Any], int] | None = None,
+        max_chunk_cost: int = 0,
     ) -> None:
         self.run = run
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000
         self.grouping = grouping
+        self.cost = cost
+        self.max_chunk_cost = max_chunk_cost
         self.stats = BatchStats()
         self._pending: deque[_Job] = deque()
         self._wakeup: asyncio.Event | None = None
@@ -175,14 +185,12 @@ class MicroBatcher:
     def _take_call(self) -> list[_Part]:
         """The oldest job's next chunk, then later jobs with its key that fit whole.
 
-        The chunk is at most ``max_batch`` items with ``SPLIT``, the whole job otherwise.
-        Filling stops at the first job with the key that does not fit, so a job that is
-        waiting is never overtaken by ever more jobs behind it.
+        The chunk is the whole job unless it is ``SPLIT``. Filling stops at the first job
+        with the key that does not fit, so a job that is waiting is never overtaken by ever
+        more jobs behind it.
         """
         head = self._pending.popleft()
-        count = head.remaining
-        if self.grouping is Grouping.SPLIT:
-            count = min(count, self.max_batch)
+        count = self._chunk_size(head) if self.grouping is Grouping.SPLIT else head.remaining
         parts, size, skipped = [_take(head, count)], count, deque()
         while self.grouping is not Grouping.ALONE and self._pending:
             job = self._pending.popleft()
@@ -196,6 +204,15 @@ class MicroBatcher:
                 break
         self._pending.extendleft(reversed(skipped))
         return parts
+
+    def _chunk_size(self, job: _Job) -> int:
+        """Items in the job's next chunk: at most ``max_batch``, and at least one but at
+        most ``max_chunk_cost`` by ``cost``."""
+        items = job.items[job.taken : job.taken + self.max_batch]
+        if self.cost is None:
+            return len(items)
+        totals = accumulate(self.cost(item) for item in items)
+        return max(1, sum(1 for _ in takewhile(lambda t: t <= self.max_chunk_cost, totals)))
 
     async def _run_parts(self, parts: list[_Part]) -> None:
         parts = [part for part in parts if not part.job.future.done()]

@@ -27,6 +27,10 @@ def serve(
             min=1, help="candidates per model call; larger requests are split into chunks"
         ),
     ] = 256,
+    chunk_chars: Annotated[
+        int,
+        typer.Option(min=1, help="characters per chunk of a split request (others wait for one)"),
+    ] = 10_000,
     max_wait_ms: Annotated[
         float, typer.Option(min=0, help="how long a request waits for others to batch with")
     ] = 5.0,
@@ -65,6 +69,7 @@ def serve(
             max_chars=max_chars,
             max_document_chars=max_document_chars,
             max_batch=max_batch,
+            chunk_chars=chunk_chars,
             timeout_s=timeout_s,
             read_timeout_s=read_timeout_s,
         )

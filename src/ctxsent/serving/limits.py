@@ -30,6 +30,9 @@ class ServeLimits:
     #: Most candidates the micro-batcher puts in one model call; a larger request is split
     #: into chunks of this size (or runs alone whole, for models that cannot split it).
     max_batch: int = 256
+    #: Most characters (question, candidate and context) in one chunk of a split request,
+    #: at least one candidate: how long another request may wait behind it.
+    chunk_chars: int = 10_000
     #: Bytes in a request body (counted as it is read; more: 413).
     max_body_bytes: int = 8_000_000
     #: Seconds from a request's submission to the model until its answer (more: 504).
