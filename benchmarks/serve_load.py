@@ -1,15 +1,29 @@
-"""Load test of ``ctxsent serve`` on loopback: throughput and p50/p99 latency.
+"""Load test of ``ctxsent serve`` on loopback: throughput, p50/p99 latency, and the
+latency of small requests while a large one runs.
 
-Starts two servers (the real ``serve`` command, uvicorn) in subprocesses, one
-with micro-batching and one without (``--max-batch 1``: every request is its
-own model call). At each concurrency level, for each server in turn, that many
-concurrent clients send ``POST /rank`` requests (a question and the sample
-lighthouse document, split into sentences by the server) for at most
-``--seconds`` or ``--max-requests``; requests in flight at the deadline still
-finish. Prints one JSON object.
+Section ``load``: starts two servers (the real ``serve`` command, uvicorn) in
+subprocesses, one with micro-batching and one without (``--max-batch`` = the
+candidates of one request: every request is its own model call). At each
+concurrency level, for each server in turn, that many concurrent clients send
+``POST /rank`` requests (a question and the sample lighthouse document, split
+into sentences by the server) for at most ``--seconds`` or ``--max-requests``;
+requests in flight at the deadline still finish.
+
+Section ``fairness``: one client sends small requests (as above) one after the
+other, first on an idle server, then while another client sends large requests
+(``--large-candidates`` candidates of ``--large-chars`` characters) one after the
+other. The ratio of the small requests' p99 latency under the large ones to
+their idle p99 is the figure of merit (target: at most 2). Two servers, taking
+turns: ``split`` (``serve``'s defaults but ``--chunk-chars``: large requests are
+cut into chunks that take turns with the small ones) and ``whole`` (no limit
+on a model call: a large request is one call, as before chunking).
+
+Prints one JSON object.
 
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/serve_load.py --model tiny
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/serve_load.py --model minilm
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/serve_load.py \
+        --sections fairness --large-chars 5000 --chunk-chars 5000
 
 ``--model`` is ``tiny`` (a random 2-layer width-32 BERT cross-encoder), ``minilm``
 (a cross-encoder on all-MiniLM-L6-v2 with a fresh head: speed only) or a saved
@@ -32,6 +46,8 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+
+from ctxsent.text import split_sentences
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "ctxsent" / "examples"
 SERVE = "import typer; from ctxsent.serving.cli import serve; typer.run(serve)"
@@ -72,8 +88,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(model: str, port: int, batched: bool) -> subprocess.Popen:
-    options = ["--max-batch", "256", "--max-wait-ms", "5"] if batched else ["--max-batch", "1"]
+def start_server(model: str, port: int, options: list[str]) -> subprocess.Popen:
     command = [
         sys.executable,
         "-c",
@@ -144,43 +159,136 @@ async def load_level(
     }
 
 
+async def fairness_run(
+    url: str, small: list[dict], large: dict, samples: int, seconds: float
+) -> dict:
+    """Small requests one after the other, on the idle server, then while large requests run."""
+    errors = 0
+    async with httpx.AsyncClient(base_url=url, timeout=600) as http:
+
+        async def small_latencies(count: int, during: asyncio.Task | None = None) -> list[float]:
+            """Latencies of up to ``count`` requests, each sent while ``during`` still runs."""
+            nonlocal errors
+            latencies: list[float] = []
+            while len(latencies) < count and not (during and during.done()):
+                start = time.perf_counter()
+                response = await http.post("/rank", json=small[len(latencies) % len(small)])
+                errors += response.status_code != 200
+                latencies.append(time.perf_counter() - start)
+            return latencies
+
+        idle = await small_latencies(samples)
+        loaded: list[float] = []
+        large_seconds: list[float] = []
+        deadline = time.monotonic() + seconds
+        while len(loaded) < samples and time.monotonic() < deadline:
+            start = time.perf_counter()
+            running = asyncio.create_task(http.post("/rank", json=large))
+            loaded += await small_latencies(samples - len(loaded), during=running)
+            errors += (await running).status_code != 200
+            large_seconds.append(time.perf_counter() - start)
+    idle_ms, loaded_ms = np.array(idle) * 1000, np.array(loaded) * 1000
+    idle_p99 = float(np.percentile(idle_ms, 99))
+    loaded_p99 = float(np.percentile(loaded_ms, 99)) if loaded else float("nan")
+    return {
+        "idle_p50_ms": round(float(np.percentile(idle_ms, 50)), 1),
+        "idle_p99_ms": round(idle_p99, 1),
+        "loaded_p50_ms": round(float(np.percentile(loaded_ms, 50)), 1) if loaded else None,
+        "loaded_p99_ms": round(loaded_p99, 1),
+        "p99_ratio": round(loaded_p99 / idle_p99, 2),
+        "small_requests": len(idle) + len(loaded),
+        "large_requests": len(large_seconds),
+        "large_request_s": round(float(np.mean(large_seconds)), 2),
+        "errors": errors,
+    }
+
+
+def large_payload(question: str, document: str, count: int, chars: int) -> dict:
+    """``count`` distinct candidates of ``chars`` characters cut from the repeated document."""
+    text = document.replace("\n", " ") * (chars // len(document) + 2)
+    return {
+        "question": question,
+        "candidates": [text[i % len(document) :][:chars] for i in range(count)],
+        "top_k": 3,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="tiny", help="tiny | minilm | a saved model folder")
+    parser.add_argument("--sections", default="load,fairness")
     parser.add_argument("--concurrency", default="1,4,16")
     parser.add_argument("--seconds", type=float, default=8.0, help="per level (bound)")
     parser.add_argument("--max-requests", type=int, default=2000, help="per level (bound)")
     parser.add_argument("--modes", default="batched,unbatched")
+    parser.add_argument("--large-candidates", type=int, default=1000)
+    parser.add_argument("--large-chars", type=int, default=5000)
+    parser.add_argument("--chunk-chars", type=int, default=10_000, help="of the split server")
+    parser.add_argument("--samples", type=int, default=200, help="small requests, idle and loaded")
+    parser.add_argument("--fairness-seconds", type=float, default=120.0, help="bound")
     args = parser.parse_args()
 
     document = (EXAMPLES / "lighthouse.txt").read_text()
     questions = [q for q in (EXAMPLES / "questions.txt").read_text().splitlines() if q.strip()]
     payloads = [{"question": q, "document": document, "top_k": 3} for q in questions]
     levels = [int(c) for c in args.concurrency.split(",")]
+    sections = args.sections.split(",")
+    per_request = len(split_sentences(document))
     report = {
         "model": args.model,
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "server_threads": os.environ.get("OMP_NUM_THREADS", "default"),
         "requests": "POST /rank: a question + the 206-word lighthouse document, top_k 3",
-        "runs": [],
+        "candidates_per_request": per_request,
     }
-    modes = args.modes.split(",")
+    limits = [
+        *("--max-candidates", str(max(1000, args.large_candidates))),
+        *("--max-chars", str(max(5000, args.large_chars))),
+    ]
+    options = {
+        "batched": ["--max-batch", "256", "--max-wait-ms", "5"],
+        "unbatched": ["--max-batch", str(per_request)],
+        "split": [*limits, "--chunk-chars", str(args.chunk_chars)],
+        "whole": [*limits, "--max-batch", "1000000", "--chunk-chars", "1000000000"],
+    }
+    modes = (args.modes.split(",") if "load" in sections else []) + (
+        ["split", "whole"] if "fairness" in sections else []
+    )
     with tempfile.TemporaryDirectory() as scratch:
         model = build_model(args.model, Path(scratch) / "model")
         ports = {mode: free_port() for mode in modes}
-        servers = {mode: start_server(model, ports[mode], mode == "batched") for mode in modes}
+        servers = {mode: start_server(model, ports[mode], options[mode]) for mode in modes}
+        urls = {mode: f"http://127.0.0.1:{port}" for mode, port in ports.items()}
         try:
-            url = f"http://127.0.0.1:{ports[modes[0]]}"
-            answers = httpx.post(f"{url}/rank", json={**payloads[0], "top_k": None}, timeout=120)
-            report["candidates_per_request"] = len(answers.json()["answers"])
-            for level in levels:  # modes interleaved per level: machine noise hits both alike
-                for mode in modes:
-                    url = f"http://127.0.0.1:{ports[mode]}"
+            if "load" in sections:
+                report["runs"] = []
+                for level in levels:  # modes interleaved per level: machine noise hits both
+                    for mode in args.modes.split(","):
+                        result = asyncio.run(
+                            load_level(urls[mode], payloads, level, args.seconds, args.max_requests)
+                        )
+                        report["runs"].append({"mode": mode, **result})
+                        print(json.dumps(report["runs"][-1]), file=sys.stderr)
+            if "fairness" in sections:
+                large = large_payload(
+                    questions[0], document, args.large_candidates, args.large_chars
+                )
+                report["fairness"] = {
+                    "large_request": f"{args.large_candidates} candidates of "
+                    f"{args.large_chars} characters, top_k 3",
+                    "servers": [],
+                }
+                for mode in ("split", "whole"):
                     result = asyncio.run(
-                        load_level(url, payloads, level, args.seconds, args.max_requests)
+                        fairness_run(
+                            urls[mode], payloads, large, args.samples, args.fairness_seconds
+                        )
                     )
-                    report["runs"].append({"mode": mode, **result})
-                    print(json.dumps(report["runs"][-1]), file=sys.stderr)
+                    settings = " ".join(options[mode][4:])
+                    report["fairness"]["servers"].append(
+                        {"server": mode, "options": settings, **result}
+                    )
+                    print(json.dumps(report["fairness"]["servers"][-1]), file=sys.stderr)
         finally:
             for server in servers.values():
                 server.terminate()

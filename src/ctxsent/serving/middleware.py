@@ -48,8 +48,10 @@ class BodyGuard:
 
         async def guarded_receive() -> Message:
             nonlocal received, body_done, refused
-            if body_done or refused:
-                return await receive() if body_done else {"type": "http.disconnect"}
+            if refused:
+                return {"type": "http.disconnect"}
+            if body_done:  # waiting for a disconnect: no deadline
+                return await receive()
             try:
                 async with asyncio.timeout_at(deadline):
                     message = await receive()
