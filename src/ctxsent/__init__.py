@@ -1,6 +1,6 @@
 """ctxsent: sentence representations learned from context, and answer sentence selection."""
 
-from ctxsent.saving import load
+from ctxsent.resolver import load
 
 __version__ = "0.1.0"
 __all__ = ["load", "__version__"]

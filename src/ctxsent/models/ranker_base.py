@@ -7,7 +7,7 @@ whole document is shared here. Scores, never labels, produce rankings.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,3 +80,18 @@ class As2Ranker(ABC):
         if not sentences:
             raise InputError("the document contains no sentences", field="document")
         return self.rank(question, sentences, neighbours(sentences), top_k)
+
+
+def cosine_scores(
+    records: Sequence[As2Record],
+    encode: Callable[[list[str]], np.ndarray],
+) -> np.ndarray:
+    """Cosine of each record's question and candidate embeddings, each distinct text
+    embedded once by ``encode`` (texts -> L2-normalised rows): the bi-encoder score."""
+    questions = list(dict.fromkeys(r.question for r in records))
+    candidates = list(dict.fromkeys(r.candidate for r in records))
+    q_row = {text: i for i, text in enumerate(questions)}
+    c_row = {text: i for i, text in enumerate(candidates)}
+    q = encode(questions)[[q_row[r.question] for r in records]]
+    c = encode(candidates)[[c_row[r.candidate] for r in records]]
+    return np.einsum("ij,ij->i", q, c).astype(np.float32)

@@ -1,7 +1,7 @@
 """The HTTP service: ``POST /rank``, ``POST /encode``, ``GET /health``, docs at ``/docs``.
 
 ``create_app(model)`` serves a saved ctxsent ranker folder, a built-in spec
-accepted by :func:`ctxsent.models.baseline_rankers.load_ranker` (``bm25``,
+accepted by :func:`ctxsent.resolver.load_ranker` (``bm25``,
 ``bi-encoder[:BACKBONE]``) or a model object. Concurrent requests are scored
 together by a :class:`~ctxsent.serving.batching.MicroBatcher`, and large
 requests are split into chunks (at most ``max_batch`` candidates and
@@ -226,7 +226,7 @@ def create_app(
     batching = batching or BatchConfig()
     name = model if isinstance(model, str) else type(model).__name__
     if isinstance(model, str):
-        from ctxsent.models.baseline_rankers import load_ranker
+        from ctxsent.resolver import load_ranker
 
         model = load_ranker(model)
     runner = ModelRunner(model, batching.model_batch_size)
