@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 import typer
 from typer.core import TyperGroup
 
+from ctxsent import __version__
 from ctxsent.cli_options import DevicesOption, OverwriteOption, SeedOption, positive
 from ctxsent.corpus.cli import app as corpus_app
 from ctxsent.errors import CtxsentError, InputError
@@ -82,10 +83,31 @@ eval_app.command("retrieval")(cross_thought_cli.retrieval_command)
 app.command("serve")(serve)
 app.command("export")(export_command)
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"ctxsent {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """Options of ``ctxsent`` itself (before the command)."""
+
 EXAMPLES = Path(__file__).parent / "examples"
 ModelOption = Annotated[
     str,
-    typer.Option(help="bm25 | bi-encoder[:BACKBONE] | a saved ctxsent ranker folder"),
+    typer.Option(
+        help="a saved ranker folder, bm25, bi-encoder[:BACKBONE], st:PATH or ce:PATH "
+        "(sentence-transformers); see ctxsent.resolver"
+    ),
 ]
 
 AlphaOption = Annotated[
