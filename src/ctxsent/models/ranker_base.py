@@ -52,34 +52,55 @@ class As2Ranker(ABC):
         ``context`` gives (previous, next) sentences per candidate; without it a
         contextual model sees empty context. Ties keep input order.
         """
-        if not question.strip():
-            raise InputError("the question is empty", field="question")
-        if context is not None and len(context) != len(candidates):
-            raise InputError(
-                f"{len(context)} contexts for {len(candidates)} candidates", field="context"
-            )
-        context = context or [("", "")] * len(candidates)
-        records = [
-            As2Record("q", question, text, 0, previous, nxt)
-            for text, (previous, nxt) in zip(candidates, context, strict=True)
-        ]
-        if not records:
-            return []
-        scores = self.predict(records)
-        order = np.argsort(-scores, kind="stable")[: top_k or len(records)]
-        return [
-            RankedCandidate(int(i), records[i].candidate, float(scores[i]), *context[i])
-            for i in order
-        ]
+        records = question_records("q", question, candidates, context)
+        return ranking(records, self.predict(records) if records else [], top_k)
 
     def rank_document(
         self, question: str, document: str, top_k: int | None = 5
     ) -> list[RankedCandidate]:
         """Split ``document`` into sentences and rank them, each with its neighbours as context."""
-        sentences = split_sentences(document)
-        if not sentences:
-            raise InputError("the document contains no sentences", field="document")
-        return self.rank(question, sentences, neighbours(sentences), top_k)
+        return self.rank(question, *document_candidates(document), top_k)
+
+
+def document_candidates(document: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The sentences of ``document`` and each one's (previous, next) sentence as context."""
+    sentences = split_sentences(document)
+    if not sentences:
+        raise InputError("the document contains no sentences", field="document")
+    return sentences, neighbours(sentences)
+
+
+def question_records(
+    question_id: str,
+    question: str,
+    candidates: Sequence[str],
+    context: Sequence[tuple[str, str]] | None = None,
+) -> list[As2Record]:
+    """One unlabelled record per candidate of ``question``, with its context if given."""
+    if not question.strip():
+        raise InputError("the question is empty", field="question")
+    if context is not None and len(context) != len(candidates):
+        raise InputError(
+            f"{len(context)} contexts for {len(candidates)} candidates", field="context"
+        )
+    context = context or [("", "")] * len(candidates)
+    return [
+        As2Record(question_id, question, text, 0, previous, nxt)
+        for text, (previous, nxt) in zip(candidates, context, strict=True)
+    ]
+
+
+def ranking(
+    records: Sequence[As2Record], scores: Sequence[float], top_k: int | None = None
+) -> list[RankedCandidate]:
+    """``records`` best score first (ties keep input order), the first ``top_k``."""
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    return [
+        RankedCandidate(
+            int(i), records[i].candidate, float(scores[i]), records[i].previous, records[i].next
+        )
+        for i in order[: top_k or len(records)]
+    ]
 
 
 def cosine_scores(

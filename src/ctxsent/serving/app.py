@@ -38,6 +38,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 
 from ctxsent.errors import InputError
+from ctxsent.models.ranker_base import document_candidates, question_records, ranking
 from ctxsent.serving.batching import Grouping, MicroBatcher
 from ctxsent.serving.limits import (
     RequestTimeout,
@@ -48,7 +49,6 @@ from ctxsent.serving.limits import (
 )
 from ctxsent.serving.middleware import BearerAuth, BodyGuard, error_response
 from ctxsent.tasks.as2_records import As2Record
-from ctxsent.text import neighbours, split_sentences
 
 T = TypeVar("T")
 #: Requests take no fields but their own: a misspelt option is an error (422), not ignored.
@@ -333,29 +333,13 @@ def create_app(
         """Score the candidates (or the document's sentences) for the question, best first."""
         if not runner.can_rank:
             raise InputError("this model cannot rank; use /encode", field="model")
-        if not request.question.strip():
-            raise InputError("the question is empty", field="question")
         alpha = runner.check_alpha(request.alpha)
-        candidates = _candidates(request, limits)
+        texts, context = _candidates(request, limits)
         check_texts([("question", request.question)], limits.max_chars)
         question_id = f"request-{next(request_ids)}"
-        records = [
-            As2Record(question_id, request.question, c.text, 0, c.previous, c.next)
-            for c in candidates
-        ]
+        records = question_records(question_id, request.question, texts, context)
         scores = await answer(http, batcher.submit(("rank", alpha), records))
-        scores = np.asarray(scores, dtype=np.float64)
-        order = np.argsort(-scores, kind="stable")[: request.top_k or len(records)]
-        answers = [
-            Answer(
-                index=int(i),
-                candidate=candidates[i].text,
-                score=float(scores[i]),
-                previous=candidates[i].previous,
-                next=candidates[i].next,
-            )
-            for i in order
-        ]
+        answers = [Answer(**vars(c)) for c in ranking(records, scores, request.top_k)]
         return RankResponse(question=request.question, answers=answers)
 
     @app.post("/encode", response_model=EncodeResponse)
@@ -377,19 +361,17 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-def _candidates(request: RankRequest, limits: ServeLimits) -> list[Candidate]:
-    """The request's candidates with context, checked against ``limits``."""
+def _candidates(
+    request: RankRequest, limits: ServeLimits
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """The request's candidate texts and their (previous, next) context, checked against
+    ``limits``; a document is split as :meth:`As2Ranker.rank_document` splits it."""
     if request.document is not None:
         check_texts([("document", request.document)], limits.max_document_chars)
-        sentences = split_sentences(request.document)
-        if not sentences:
-            raise InputError("the document contains no sentences", field="document")
+        sentences, context = document_candidates(request.document)
         check_count(len(sentences), limits.max_candidates, "sentences", "document")
         check_texts((("document", s) for s in sentences), limits.max_chars)
-        return [
-            Candidate(text=s, previous=previous, next=following)
-            for s, (previous, following) in zip(sentences, neighbours(sentences), strict=True)
-        ]
+        return sentences, context
     check_count(len(request.candidates), limits.max_candidates, "candidates", "candidates")
     candidates = [c if isinstance(c, Candidate) else Candidate(text=c) for c in request.candidates]
     for i, c in enumerate(candidates):
@@ -397,4 +379,4 @@ def _candidates(request: RankRequest, limits: ServeLimits) -> list[Candidate]:
             [(f"candidates.{i}.{part}", getattr(c, part)) for part in ("text", "previous", "next")],
             limits.max_chars,
         )
-    return candidates
+    return [c.text for c in candidates], [(c.previous, c.next) for c in candidates]
