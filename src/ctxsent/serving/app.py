@@ -1,4 +1,4 @@
-"""The HTTP service: ``POST /rank``, ``POST /encode``, ``GET /health``, docs at ``/docs``.
+"""The HTTP service: ``POST /rank``, ``/rerank``, ``/encode``, ``GET /health``, docs at ``/docs``.
 
 ``create_app(model)`` serves a saved ctxsent ranker folder, a built-in spec
 accepted by :func:`ctxsent.resolver.load_ranker` (``bm25``,
@@ -94,6 +94,33 @@ class Answer(BaseModel):
 class RankResponse(BaseModel):
     question: str
     answers: list[Answer]
+
+
+class RerankDocument(BaseModel):
+    model_config = STRICT
+    text: str
+
+
+class RerankRequest(BaseModel):
+    """The rerank request shape of hosted rerank APIs (Cohere, Jina), which RAG frameworks
+    send: ``model`` is accepted for compatibility and ignored (the service has one)."""
+
+    model_config = STRICT
+    query: str
+    documents: list[str | RerankDocument] = Field(min_length=1)
+    top_n: int | None = Field(None, ge=1, description="results to return (default: all)")
+    return_documents: bool = False
+    model: str | None = Field(None, description="ignored: the served model answers")
+
+
+class RerankResult(BaseModel):
+    index: int
+    relevance_score: float
+    document: RerankDocument | None = None
+
+
+class RerankResponse(BaseModel):
+    results: list[RerankResult]
 
 
 class EncodeRequest(BaseModel):
@@ -328,6 +355,13 @@ def create_app(
             "batching": {**asdict(batcher.stats), "waiting": batcher.waiting},
         }
 
+    async def ranked(http: Request, question: str, texts, context, alpha, top: int | None):
+        """The candidates ``texts`` of ``question``, best first (the first ``top``)."""
+        check_texts([("question", question)], limits.max_chars)
+        records = question_records(f"request-{next(request_ids)}", question, texts, context)
+        scores = await answer(http, batcher.submit(("rank", alpha), records))
+        return ranking(records, scores, top)
+
     @app.post("/rank", response_model=RankResponse)
     async def rank(request: RankRequest, http: Request) -> RankResponse:
         """Score the candidates (or the document's sentences) for the question, best first."""
@@ -335,12 +369,29 @@ def create_app(
             raise InputError("this model cannot rank; use /encode", field="model")
         alpha = runner.check_alpha(request.alpha)
         texts, context = _candidates(request, limits)
-        check_texts([("question", request.question)], limits.max_chars)
-        question_id = f"request-{next(request_ids)}"
-        records = question_records(question_id, request.question, texts, context)
-        scores = await answer(http, batcher.submit(("rank", alpha), records))
-        answers = [Answer(**vars(c)) for c in ranking(records, scores, request.top_k)]
-        return RankResponse(question=request.question, answers=answers)
+        answers = await ranked(http, request.question, texts, context, alpha, request.top_k)
+        return RankResponse(question=request.question, answers=[Answer(**vars(a)) for a in answers])
+
+    @app.post("/rerank", response_model=RerankResponse, response_model_exclude_none=True)
+    async def rerank(request: RerankRequest, http: Request) -> RerankResponse:
+        """Hosted rerank APIs' shape: ``query`` + ``documents`` -> ``results`` with ``index``
+        and ``relevance_score``, best first (each document is one candidate, no context)."""
+        if not runner.can_rank:
+            raise InputError("this model cannot rank; use /encode", field="model")
+        texts = [d if isinstance(d, str) else d.text for d in request.documents]
+        check_count(len(texts), limits.max_candidates, "documents", "documents")
+        check_texts(((f"documents.{i}", t) for i, t in enumerate(texts)), limits.max_chars)
+        answers = await ranked(http, request.query, texts, None, None, request.top_n)
+        return RerankResponse(
+            results=[
+                RerankResult(
+                    index=a.index,
+                    relevance_score=a.score,
+                    document=RerankDocument(text=a.candidate) if request.return_documents else None,
+                )
+                for a in answers
+            ]
+        )
 
     @app.post("/encode", response_model=EncodeResponse)
     async def encode(request: EncodeRequest, http: Request) -> EncodeResponse:

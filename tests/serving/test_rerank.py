@@ -1,0 +1,57 @@
+"""POST /rerank: the request shape of hosted rerank APIs, scored like /rank."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ctxsent.serving.app import create_app
+
+DOCUMENTS = ["The lamp was lit in 1874.", "Keepers lived on the island.", "It is white."]
+
+
+@pytest.fixture(scope="module")
+def client(tiny_ranker):
+    with TestClient(create_app(tiny_ranker)) as client:
+        yield client
+
+
+def test_rerank_orders_documents_as_rank_does(client):
+    question = "When was the lamp lit?"
+    reranked = client.post("/rerank", json={"query": question, "documents": DOCUMENTS})
+    ranked = client.post("/rank", json={"question": question, "candidates": DOCUMENTS})
+    assert reranked.status_code == 200, reranked.text
+    results = reranked.json()["results"]
+    answers = ranked.json()["answers"]
+    assert [r["index"] for r in results] == [a["index"] for a in answers]
+    assert [r["relevance_score"] for r in results] == pytest.approx([a["score"] for a in answers])
+    assert all("document" not in r for r in results)
+
+
+def test_rerank_takes_objects_top_n_a_model_name_and_returns_documents(client):
+    body = {
+        "model": "rerank-english-v3.0",  # sent by RAG frameworks; ignored
+        "query": "When was the lamp lit?",
+        "documents": [{"text": text} for text in DOCUMENTS],
+        "top_n": 2,
+        "return_documents": True,
+    }
+    results = client.post("/rerank", json=body).json()["results"]
+    assert len(results) == 2
+    assert [r["document"]["text"] for r in results] == [DOCUMENTS[r["index"]] for r in results]
+
+
+@pytest.mark.parametrize(
+    "body, status, field",
+    [
+        ({"query": "q", "documents": []}, 422, "documents"),
+        ({"query": " ", "documents": ["a"]}, 422, "question"),
+        ({"query": "q", "documents": ["a"], "top_n": 0}, 422, "top_n"),
+        ({"query": "q", "documents": ["a"], "rank_fields": ["x"]}, 422, "rank_fields"),
+        ({"query": "q", "documents": ["a" * 5001]}, 413, "documents.0"),
+    ],
+)
+def test_bad_rerank_requests_are_refused_naming_the_field(client, body, status, field):
+    response = client.post("/rerank", json=body)
+    assert response.status_code == status
+    assert field in response.json()["error"]
