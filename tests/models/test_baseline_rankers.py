@@ -43,3 +43,23 @@ def test_bi_encoder_ranks_the_answer_first():
 def test_bm25_scores_zero_for_a_question_of_stop_words_only():
     records = [As2Record("q1", "Is it?", text, 0) for text in ("A lamp.", "The tower.")]
     assert BM25Ranker().predict(records).tolist() == [0.0, 0.0]
+
+
+def test_every_ranker_predicts_question_candidate_pairs_like_records(tiny_bert):
+    from ctxsent.errors import InputError
+    from ctxsent.models.cascade import CascadeRanker
+
+    pairs = [
+        ("when was the lamp lit", "The lamp was lit in 1874."),
+        ("when was the lamp lit", "Keepers lived on the island."),
+        ("who lived there", "Keepers lived on the island."),
+    ]
+    records = [As2Record(q, q, c, 0) for q, c in pairs]
+    assert BM25Ranker().predict(pairs).tolist() == BM25Ranker().predict(records).tolist()
+    cascade = CascadeRanker.from_backbone(str(tiny_bert), max_length=32).eval()
+    np.testing.assert_array_equal(
+        cascade.predict(pairs, alpha=0.5), cascade.predict(records, alpha=0.5)
+    )
+    assert cascade.last_cost.candidates_per_exit[:2] == [3, 2]  # pruned per question text
+    with pytest.raises(InputError, match=r"records\[1\].*a \(question, candidate\) pair"):
+        BM25Ranker().predict([pairs[0], ("only a question",)])

@@ -6,6 +6,7 @@ whole document is shared here. Scores, never labels, produce rankings.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,16 +30,26 @@ class RankedCandidate:
 
 
 class As2Ranker(ABC):
-    """Scores (question, candidate[, context]) records; higher scores rank first."""
+    """Scores (question, candidate[, context]) records; higher scores rank first.
+
+    ``predict`` takes :class:`As2Record` objects or plain ``(question, candidate)`` pairs:
+    every subclass's ``predict`` is wrapped (:func:`records_from_pairs`) when the class is
+    defined, so pairs work with every ranker without each one converting them.
+    """
 
     #: Whether the model reads the previous/next sentences of a candidate.
     contextual: bool = False
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "predict" in cls.__dict__:
+            cls.predict = _taking_pairs(cls.__dict__["predict"])
 
     @abstractmethod
     def predict(
         self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
-        """One score per record, in input order."""
+        """One score per record (or ``(question, candidate)`` pair), in input order."""
 
     def rank(
         self,
@@ -60,6 +71,37 @@ class As2Ranker(ABC):
     ) -> list[RankedCandidate]:
         """Split ``document`` into sentences and rank them, each with its neighbours as context."""
         return self.rank(question, *document_candidates(document), top_k)
+
+
+def records_from_pairs(items: Sequence[As2Record | tuple[str, str]]) -> list[As2Record]:
+    """``items`` as records: ``(question, candidate)`` pairs become unlabelled records whose
+    question id is the question's text (so a cascade prunes each question's candidates
+    together); records pass through."""
+    records = []
+    for index, item in enumerate(items):
+        if isinstance(item, As2Record):
+            records.append(item)
+        elif (
+            isinstance(item, tuple | list)
+            and len(item) == 2
+            and all(isinstance(text, str) for text in item)
+        ):
+            records.append(As2Record(item[0], item[0], item[1], 0))
+        else:
+            raise InputError(
+                f"expected an As2Record or a (question, candidate) pair of strings, got "
+                f"{type(item).__name__}",
+                field=f"records[{index}]",
+            )
+    return records
+
+
+def _taking_pairs(predict: Callable) -> Callable:
+    @functools.wraps(predict)
+    def predict_records_or_pairs(self, records, *args, **kwargs):
+        return predict(self, records_from_pairs(records), *args, **kwargs)
+
+    return predict_records_or_pairs
 
 
 def document_candidates(document: str) -> tuple[list[str], list[tuple[str, str]]]:
