@@ -2,7 +2,8 @@
 
 For each seed (each step skipped when its output exists, so the run resumes):
 
-1. pre-train a Cross-Thought preset from MiniLM (``ctxsent pretrain cross-thought``; the
+1. pre-train a Cross-Thought preset from MiniLM (``ctxsent pretrain cross-thought`` on the
+   corpus's data folder, built once by ``ctxsent pretrain-data cross-thought``; the
    default ``mlm-1-64-cpu`` is the MLM-1-64 baseline: no cross-sequence layers, so Eq. 10
    becomes a softmax over cosine similarities); ``--pretrain-steps 0`` skips this and
    fine-tunes MiniLM itself (``--init backbone``);
@@ -33,9 +34,13 @@ def run_seed(seed: int, args) -> dict:
     """The three steps for one seed; returns dev, WikiQA test-clean and SelQA test metrics."""
     pretrained, finetuned = args.out / f"pretrain-s{seed}", args.out / f"finetune-s{seed}"
     init = str(pretrained / "model") if args.pretrain_steps else "backbone"
+    data = args.out / "data"
+    if args.pretrain_steps and not data.exists():  # the data folder appears complete or not at all
+        ctxsent("pretrain-data", "cross-thought", "--preset", args.preset, "--corpus",
+                str(args.corpus), "--out", str(data), "--num-proc", "2")  # fmt: skip
     if args.pretrain_steps and not (pretrained / "summary.json").exists():
-        ctxsent("pretrain", "cross-thought", "--preset", args.preset, "--corpus",
-                str(args.corpus), "--out", str(pretrained), "--seed", str(seed),
+        ctxsent("pretrain", "cross-thought", "--preset", args.preset, "--data", str(data),
+                "--out", str(pretrained), "--seed", str(seed),
                 "--max-steps", str(args.pretrain_steps))  # fmt: skip
     if not (finetuned / "metrics.json").exists():
         ctxsent("finetune", "cross-thought", "--task", "as2", "--init", init,

@@ -94,3 +94,18 @@ def make_records(questions: int = 3, candidates: int = 10) -> list[As2Record]:
         for q in range(questions)
         for c in range(candidates)
     ]
+
+
+def write_corpus(folder: Path, documents) -> Path:
+    """A corpus folder in the layout of ``ctxsent corpus build`` holding ``documents``."""
+    import json
+
+    from datasets import Dataset
+
+    from ctxsent.corpus.storage import SUMMARY_FILE, corpus_features
+
+    Dataset.from_list([d.to_row() for d in documents], features=corpus_features()).save_to_disk(
+        str(folder)
+    )
+    (folder / SUMMARY_FILE).write_text(json.dumps({"documents": len(documents)}))
+    return folder

@@ -28,7 +28,7 @@ from ctxsent.export import export_command
 from ctxsent.serving.cli import serve
 from ctxsent.tasks.cli import app as data_app
 from ctxsent.training import cross_thought_cli, ssp_cli
-from ctxsent.training.encoder_cli import pretrain_encoder
+from ctxsent.training.encoder_cli import pretrain_data_encoder, pretrain_encoder
 from ctxsent.training.settings import MIN_INPUT_LENGTH, Accelerator, Loss, Precision, Strategy
 
 
@@ -78,6 +78,8 @@ pretrain_app.command("cross-thought")(cross_thought_cli.pretrain_command)
 pretrain_app.command("encoder")(pretrain_encoder)
 pretrain_app.command("ssp")(ssp_cli.pretrain_ssp)
 pretrain_data_app.command("ssp")(ssp_cli.pretrain_data_ssp)
+pretrain_data_app.command("cross-thought")(cross_thought_cli.pretrain_data_command)
+pretrain_data_app.command("encoder")(pretrain_data_encoder)
 finetune_app.command("cross-thought")(cross_thought_cli.finetune_command)
 eval_app.command("retrieval")(cross_thought_cli.retrieval_command)
 app.command("serve")(serve)

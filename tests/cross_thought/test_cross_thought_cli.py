@@ -8,11 +8,19 @@ import json
 import pytest
 import torch
 import typer
+from cross_thought_fixtures import synthetic_documents
 from typer.testing import CliRunner
 
-from ctxsent.training.cross_thought_cli import finetune_command, pretrain_command, retrieval_command
+from ctxsent.training.cross_thought_cli import (
+    finetune_command,
+    pretrain_command,
+    pretrain_data_command,
+    retrieval_command,
+)
+from synthetic import write_corpus
 
 app = typer.Typer()
+app.command("data")(pretrain_data_command)
 app.command("pretrain")(pretrain_command)
 app.command("finetune")(finetune_command)
 app.command("retrieval")(retrieval_command)
@@ -26,7 +34,7 @@ def test_unknown_preset_and_task_fail_before_any_work(tmp_path):
             "pretrain",
             "--preset",
             "cross-thought-7-64",
-            "--corpus",
+            "--data",
             str(tmp_path),
             "--out",
             str(tmp_path / "out"),
@@ -35,9 +43,31 @@ def test_unknown_preset_and_task_fail_before_any_work(tmp_path):
     assert result.exit_code != 0 and "unknown preset" in str(result.exception)
     assert not (tmp_path / "out").exists()
     result = runner.invoke(
+        app,
+        ["data", "--preset", "mlm-9-64", "--corpus", str(tmp_path), "--out", str(tmp_path / "d")],
+    )
+    assert "unknown preset" in str(result.exception) and not (tmp_path / "d").exists()
+    result = runner.invoke(
         app, ["finetune", "--task", "qqp", "--init", str(tmp_path), "--out", str(tmp_path / "f")]
     )
     assert result.exit_code == 2 and "'qqp' is not one of" in result.stderr
+
+
+def test_pretrain_data_then_pretrain_end_to_end(tiny_bert, tmp_path):
+    corpus = write_corpus(tmp_path / "corpus", synthetic_documents(count=3, paragraphs=8))
+    common = ["--preset", "mlm-1-64-cpu", "--backbone", str(tiny_bert)]
+    built = runner.invoke(
+        app, ["data", *common, "--corpus", str(corpus), "--out", str(tmp_path / "d"),
+              "--num-proc", "2"],
+    )  # fmt: skip
+    assert built.exit_code == 0, built.output
+    assert json.loads(built.stdout)["sequences"] > 0
+    trained = runner.invoke(
+        app, ["pretrain", *common, "--data", str(tmp_path / "d"), "--out", str(tmp_path / "run"),
+              "--max-steps", "1", "--accelerator", "cpu", "--precision", "fp32"],
+    )  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    assert (tmp_path / "run" / "model").is_dir()
 
 
 def test_retrieval_command_prints_recall(tmp_path):

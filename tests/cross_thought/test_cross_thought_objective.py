@@ -55,16 +55,6 @@ def test_chunks_keep_order_stay_inside_documents_and_skip_excluded_titles():
     assert len(chunk_documents(documents, model.tokenizer, 16, max_chunks=5)) == 5
 
 
-def test_chunks_save_and_load(tmp_path):
-    chunks = TokenChunks(np.arange(12, dtype=np.int32).reshape(3, 4), np.array([4, 4, 2]), 0)
-    chunks.save(tmp_path / "c.npz")
-    loaded = TokenChunks.load(tmp_path / "c.npz")
-    np.testing.assert_array_equal(loaded.ids, chunks.ids)
-    (tmp_path / "bad.npz").write_text("nope")
-    with pytest.raises(InputError, match="token-chunk"):
-        TokenChunks.load(tmp_path / "bad.npz")
-
-
 def test_samples_are_consecutive_sequences_and_the_collator_masks_words_only():
     ids = np.arange(1000, 1000 + 10 * 8, dtype=np.int32).reshape(10, 8)
     lengths = np.array([8] * 9 + [5], dtype=np.int32)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
 import torch
 from cross_thought_fixtures import synthetic_documents, tiny_model
+from transformers import AutoTokenizer
 
 import ctxsent
+from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.models.cross_thought import CrossThoughtModel, CrossThoughtRanker
+from ctxsent.objectives.pretrain_data import SUMMARY, build_cross_thought_data
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.tasks.senteval import Pairs
 from ctxsent.training.cross_thought_train import (
@@ -24,29 +28,76 @@ from ctxsent.training.cross_thought_train import (
     pretrain_cross_thought,
     split_off_dev,
 )
+from synthetic import write_corpus
 
 
-def test_pretraining_saves_a_model_and_resumes(tiny_bert, tmp_path):
-    config = PretrainConfig(
-        preset="cross-thought-3-64-cpu",
-        backbone=str(tiny_bert),
-        max_steps=2,
-        max_sequences=40,
+@pytest.fixture(scope="module")
+def ct_data(tiny_bert, tmp_path_factory):
+    """A Cross-Thought data folder: 100 sequences of the synthetic towns but Town 0."""
+    root = tmp_path_factory.mktemp("ct-data")
+    corpus = write_corpus(root / "corpus", synthetic_documents(count=12, paragraphs=40))
+    build_cross_thought_data(
+        corpus, root / "data", "cross-thought-3-64-cpu", str(tiny_bert), max_sequences=100,
         exclude_titles=("Town 0",),
-        accelerator="cpu",
-        precision="fp32",
-    )
-    first = pretrain_cross_thought(synthetic_documents(count=6, paragraphs=20), tmp_path, config)
+    )  # fmt: skip
+    return root / "data"
+
+
+def _pretrain_config(tiny_bert, **settings) -> PretrainConfig:
+    settings = {"max_steps": 2, "accelerator": "cpu", "precision": "fp32", **settings}
+    return PretrainConfig(preset="cross-thought-3-64-cpu", backbone=str(tiny_bert), **settings)
+
+
+def test_pretraining_saves_a_model_and_resumes(tiny_bert, ct_data, tmp_path):
+    config = _pretrain_config(tiny_bert)
+    first = pretrain_cross_thought(ct_data, tmp_path, config)
     assert first["steps"] == 2 and first["tokens_seen"] > 0 and np.isfinite(first["last_loss"])
     assert (tmp_path / "checkpoints" / "last.ckpt").is_file()
     model = ctxsent.load(tmp_path / "model")
     assert isinstance(model, CrossThoughtModel) and model.config.num_special == 3
     config.max_steps = 3
-    second = pretrain_cross_thought([], tmp_path, config)  # cached sequences, resumed run
+    second = pretrain_cross_thought(ct_data, tmp_path, config)  # resumed run
     assert second["steps"] == 3 and second["steps_this_run"] == 1
     assert second["tokens_seen"] > first["tokens_seen"]
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["corpus_sequences"] == first["corpus_sequences"] <= 40
+    assert summary["corpus_sequences"] == first["corpus_sequences"] == 100
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["settings"]["data"]["sequences"] == 100 and "build" not in run["settings"]["data"]
+
+
+def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(tiny_bert, ct_data, tmp_path):
+    straight = tmp_path / "straight"
+    pretrain_cross_thought(ct_data, straight, _pretrain_config(tiny_bert, max_steps=4))
+    resumed = tmp_path / "resumed"
+    pretrain_cross_thought(ct_data, resumed, _pretrain_config(tiny_bert, max_steps=2))
+    pretrain_cross_thought(ct_data, resumed, _pretrain_config(tiny_bert, max_steps=4))
+    a = CrossThoughtModel.from_pretrained(straight / "model").state_dict()
+    b = CrossThoughtModel.from_pretrained(resumed / "model").state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_data_of_another_preset_tokenizer_or_folder_is_refused(tiny_bert, ct_data, tmp_path):
+    other_preset = _pretrain_config(tiny_bert, max_steps=1)
+    other_preset.preset = "mlm-1-512-cpu"
+    with pytest.raises(InputError, match=f"^{ct_data}: holds sequences of 64 tokens"):
+        pretrain_cross_thought(ct_data, tmp_path / "a", other_preset)
+    backbone = tmp_path / "other-bert"
+    shutil.copytree(tiny_bert, backbone)
+    tokenizer = AutoTokenizer.from_pretrained(backbone)
+    tokenizer.add_tokens(["lighthousekeeping"])
+    tokenizer.save_pretrained(backbone)
+    with pytest.raises(InputError, match=f"^{ct_data}: was tokenised by") as refused:
+        pretrain_cross_thought(ct_data, tmp_path / "b", _pretrain_config(backbone))
+    assert "\n" not in str(refused.value)
+    resumed_elsewhere = tmp_path / "c"
+    pretrain_cross_thought(ct_data, resumed_elsewhere, _pretrain_config(tiny_bert, max_steps=1))
+    other_data = tmp_path / "other-data"
+    shutil.copytree(ct_data, other_data)
+    summary = json.loads((other_data / SUMMARY).read_text())
+    summary["sequences"] = 41  # another data set, as far as the run can tell
+    (other_data / SUMMARY).write_text(json.dumps(summary))
+    with pytest.raises(InputError, match="other settings.*data.sequences: 100 -> 41"):
+        pretrain_cross_thought(other_data, resumed_elsewhere, _pretrain_config(tiny_bert))
 
 
 def test_answer_selection_loss_is_eq10():

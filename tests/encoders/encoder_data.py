@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from ctxsent.corpus import Document
+from synthetic import write_corpus  # noqa: F401  (the encoder tests' corpus folders)
 
 WORDS = [
     "the",
@@ -42,19 +42,6 @@ def synthetic_documents(n_documents: int = 6, seed: int = 0) -> list[Document]:
         ]
         documents.append(Document(f"doc{d}", f"Title {d}", paragraphs))
     return documents
-
-
-def write_corpus(folder: Path, documents: list[Document]) -> Path:
-    """A corpus folder in the layout of ``ctxsent corpus build``."""
-    from datasets import Dataset
-
-    from ctxsent.corpus.storage import SUMMARY_FILE, corpus_features
-
-    Dataset.from_list([d.to_row() for d in documents], features=corpus_features()).save_to_disk(
-        str(folder)
-    )
-    (folder / SUMMARY_FILE).write_text(json.dumps({"documents": len(documents)}))
-    return folder
 
 
 def write_word_vectors(path: Path, dim: int = 16, extra: int = 30, seed: int = 0) -> Path:

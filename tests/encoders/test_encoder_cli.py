@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 import ctxsent
 from ctxsent.errors import InputError
-from ctxsent.training.encoder_cli import parse_overrides, pretrain_encoder
+from ctxsent.training.encoder_cli import parse_overrides, pretrain_data_encoder, pretrain_encoder
 from ctxsent.training.encoder_presets import PRESETS, preset_config
 
 TINY = [
@@ -21,7 +21,8 @@ TINY = [
 @pytest.fixture
 def cli():
     app = typer.Typer()
-    app.command()(pretrain_encoder)
+    app.command("data")(pretrain_data_encoder)
+    app.command("pretrain")(pretrain_encoder)
     return app
 
 
@@ -38,8 +39,12 @@ def run(cli, *args):
 @pytest.mark.parametrize("preset", ["rnn-cnn-small-cpu", "mean-max-aae-cpu"])
 def test_cli_trains_saves_and_resumes(cli, inputs, tmp_path, preset):
     corpus, vectors = inputs
-    out = tmp_path / "run"
-    common = [preset, "--corpus", corpus, "--out", out, "--word-vectors", vectors, *TINY]
+    data, out = tmp_path / "data", tmp_path / "run"
+    built = run(cli, "data", "--preset", preset, "--corpus", corpus, "--out", data,
+                "--set", "max_sentences=none", "--num-proc", 2)  # fmt: skip
+    assert built.exit_code == 0, built.output
+    assert json.loads(built.stdout)["sentences"] == 8 * 6
+    common = ["pretrain", preset, "--data", data, "--out", out, "--word-vectors", vectors, *TINY]
     first = run(cli, *common, "--max-steps", 2)
     assert first.exit_code == 0, first.output
     summary = json.loads((out / "train.json").read_text())
@@ -56,17 +61,24 @@ def test_cli_trains_saves_and_resumes(cli, inputs, tmp_path, preset):
 
 def test_cli_rejects_bad_input(cli, inputs, tmp_path):
     corpus, vectors = inputs
-    bad_preset = run(cli, "no-such-preset", "--corpus", corpus, "--out", tmp_path / "a")
+    bad_preset = run(cli, "pretrain", "no-such-preset", "--data", corpus, "--out", tmp_path / "a")
     assert isinstance(bad_preset.exception, InputError)
-    not_corpus = run(cli, "rnn-cnn-small-cpu", "--corpus", tmp_path, "--out", tmp_path / "b")
-    assert isinstance(not_corpus.exception, InputError) and "not a corpus" in str(
-        not_corpus.exception
-    )
+    not_data = run(cli, "pretrain", "rnn-cnn-small-cpu", "--data", corpus, "--out", tmp_path / "b")
+    assert isinstance(not_data.exception, InputError)
+    assert "not a pre-training data folder" in str(not_data.exception)
+    not_corpus = run(cli, "data", "--preset", "rnn-cnn-small-cpu", "--corpus", tmp_path,
+                     "--out", tmp_path / "c")  # fmt: skip
+    assert isinstance(not_corpus.exception, InputError)
+    assert "not a corpus" in str(not_corpus.exception)
+    data = tmp_path / "data"
+    built = run(cli, "data", "--preset", "rnn-cnn-small", "--corpus", corpus, "--out", data)
+    assert built.exit_code == 0, built.output
     wrong_dim = run(
-        cli, "rnn-cnn-small", "--corpus", corpus, "--out", tmp_path / "c", "--word-vectors", vectors
-    )
+        cli, "pretrain", "rnn-cnn-small", "--data", data, "--out", tmp_path / "d",
+        "--word-vectors", vectors,
+    )  # fmt: skip
     assert isinstance(wrong_dim.exception, InputError) and "16-d" in str(wrong_dim.exception)
-    listing = run(cli, "x", "--list")
+    listing = run(cli, "pretrain", "x", "--list")
     assert listing.exit_code == 0 and "mean-max-rae-cpu" in listing.output
 
 

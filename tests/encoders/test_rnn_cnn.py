@@ -47,7 +47,7 @@ def test_window_and_next_sentence_targets(corpus):
     sentences = NextWindowDataset(tokenized, "sentence", target_length=50)
     assert sentences[0][1].tolist() == tokenized.sentence(1).tolist()
     assert len(windows) == len(tokenized) - 6  # last sentence of each document has no target
-    last = windows.indices[-1]
+    last = windows.sentence_index(len(windows) - 1)
     assert tokenized.ends[last] + len(windows[len(windows) - 1][1]) <= len(tokenized.tokens)
     batch = collate_next_window([windows[i] for i in range(4)], target_length=40)
     assert batch["targets"].shape == (4, 40)

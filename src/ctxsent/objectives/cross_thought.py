@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -38,7 +37,6 @@ from torch.utils.data import Dataset
 from ctxsent.corpus.document import Document
 from ctxsent.corpus.titles import normalize_title, normalize_titles
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_path
 from ctxsent.models.cross_thought import AttentionLayer, CrossThoughtConfig, CrossThoughtModel
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
 
@@ -118,7 +116,11 @@ def get_preset(name: str) -> CrossThoughtPreset:
 # ---- data ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TokenChunks:
-    """Short sequences in corpus order: ``ids`` ``(C, L)`` padded with ``pad_id``, ``lengths``."""
+    """Short sequences in corpus order: ``ids`` ``(C, L)`` padded with ``pad_id``, ``lengths``.
+
+    The in-memory form of a Cross-Thought data folder
+    (:class:`~ctxsent.objectives.pretrain_data.ArrowChunks` reads the same rows lazily).
+    """
 
     ids: np.ndarray
     lengths: np.ndarray
@@ -131,17 +133,21 @@ class TokenChunks:
     def tokens(self) -> int:
         return int(self.lengths.sum())
 
-    def save(self, path: str | Path) -> None:
-        with atomic_path(path) as staged, open(staged, "wb") as handle:
-            np.savez(handle, ids=self.ids, lengths=self.lengths, pad_id=np.array(self.pad_id))
+    def rows(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Sequences ``[start, stop)``: ids ``(n, L)`` and lengths."""
+        return self.ids[start:stop], self.lengths[start:stop]
 
-    @classmethod
-    def load(cls, path: str | Path) -> TokenChunks:
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                return cls(data["ids"], data["lengths"], int(data["pad_id"]))
-        except (OSError, KeyError, ValueError) as err:
-            raise InputError(f"not a token-chunk file ({err})", path=path) from None
+
+def paragraph_texts(paragraphs: Sequence[Sequence[str]]) -> list[str]:
+    """A document's non-empty paragraphs, each its sentences joined by spaces."""
+    return [" ".join(sentences) for sentences in paragraphs if sentences]
+
+
+def cut_sequences(tokens: list[int], sequence_length: int, min_tokens: int) -> list[list[int]]:
+    """A document's tokens cut into ``sequence_length`` pieces; a last piece under
+    ``min_tokens`` is dropped (a sequence never spans two documents)."""
+    pieces = [tokens[i : i + sequence_length] for i in range(0, len(tokens), sequence_length)]
+    return [piece for piece in pieces if len(piece) >= min_tokens]
 
 
 def chunk_documents(
@@ -165,15 +171,12 @@ def chunk_documents(
     for document in documents:
         if normalize_title(document.title) in excluded:
             continue
-        paragraphs = [" ".join(sentences) for sentences in document.paragraphs if sentences]
+        paragraphs = paragraph_texts(document.paragraphs)
         if not paragraphs:
             continue
         encoded = tokenizer(paragraphs, add_special_tokens=False)["input_ids"]
         tokens = [token for paragraph in encoded for token in paragraph]
-        for start in range(0, len(tokens), sequence_length):
-            piece = tokens[start : start + sequence_length]
-            if len(piece) >= min_tokens:
-                pieces.append(piece)
+        pieces += cut_sequences(tokens, sequence_length, min_tokens)
         if max_chunks is not None and len(pieces) >= max_chunks:
             pieces = pieces[:max_chunks]
             break
@@ -187,9 +190,13 @@ def chunk_documents(
 
 
 class ConsecutiveSequences(Dataset):
-    """Sample ``i`` is sequences ``[i*M, (i+1)*M)``; the last sample may hold fewer."""
+    """Sample ``i`` is sequences ``[i*M, (i+1)*M)``; the last sample may hold fewer.
 
-    def __init__(self, chunks: TokenChunks, sequences_per_sample: int) -> None:
+    ``chunks``: :class:`TokenChunks`, or the lazy
+    :class:`~ctxsent.objectives.pretrain_data.ArrowChunks` of a data folder.
+    """
+
+    def __init__(self, chunks, sequences_per_sample: int) -> None:
         if sequences_per_sample < 1:
             raise InputError("sequences_per_sample must be positive", field="sequences_per_sample")
         self.chunks = chunks
@@ -199,13 +206,18 @@ class ConsecutiveSequences(Dataset):
         return -(-len(self.chunks) // self.per_sample)
 
     def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
-        rows = slice(index * self.per_sample, (index + 1) * self.per_sample)
-        return self.chunks.ids[rows], self.chunks.lengths[rows]
+        start = index * self.per_sample
+        return self.chunks.rows(start, min(start + self.per_sample, len(self.chunks)))
 
 
 @dataclass
 class CrossThoughtCollator:
-    """Stacks samples into ``(B, M, L)`` tensors, masks 15% of words, draws position offsets."""
+    """Stacks samples into ``(B, M, L)`` tensors, masks 15% of words, draws position offsets.
+
+    ``__call__`` draws from its own generator (seeded once); training calls :meth:`stack`
+    in the loader and :meth:`mask` in the step with a generator seeded by the step, so a
+    resumed run draws the same masks as an uninterrupted one.
+    """
 
     mask_id: int
     vocab_size: int
@@ -218,6 +230,10 @@ class CrossThoughtCollator:
         self.generator = torch.Generator().manual_seed(self.seed)
 
     def __call__(self, samples: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[str, torch.Tensor]:
+        return self.mask(self.stack(samples), self.generator)
+
+    def stack(self, samples: Sequence[tuple[np.ndarray, np.ndarray]]) -> dict[str, torch.Tensor]:
+        """Unmasked ``input_ids``, ``attention_mask`` and ``sequence_mask``."""
         per_sample = max(len(lengths) for _, lengths in samples)
         length = int(max(lengths.max() for _, lengths in samples))
         if length > self.word_positions:
@@ -233,25 +249,20 @@ class CrossThoughtCollator:
             positions = torch.arange(length)
             attention[b, : len(ids)] = (positions < torch.from_numpy(lengths)[:, None]).long()
             sequence_mask[b, : len(ids)] = True
+        return {"input_ids": input_ids, "attention_mask": attention, "sequence_mask": sequence_mask}
+
+    def mask(self, batch: dict[str, torch.Tensor], generator: torch.Generator) -> dict:
+        """``batch`` with words masked (``labels``) and ``position_offset`` drawn."""
+        input_ids, attention = batch["input_ids"], batch["attention_mask"]
+        size, per_sample, length = input_ids.shape
         maskable = maskable_positions(input_ids, attention, self.special_ids)
         masked, labels = mask_tokens(
-            input_ids,
-            maskable,
-            self.mask_id,
-            self.vocab_size,
-            self.mask_probability,
-            self.generator,
+            input_ids, maskable, self.mask_id, self.vocab_size, self.mask_probability, generator
         )
         offsets = torch.randint(
-            self.word_positions - length + 1, (batch, per_sample), generator=self.generator
+            self.word_positions - length + 1, (size, per_sample), generator=generator
         )
-        return {
-            "input_ids": masked,
-            "attention_mask": attention,
-            "sequence_mask": sequence_mask,
-            "position_offset": offsets,
-            "labels": labels,
-        }
+        return {**batch, "input_ids": masked, "position_offset": offsets, "labels": labels}
 
 
 def collator_for(model: CrossThoughtModel, preset: CrossThoughtPreset, seed: int = 0):

@@ -28,7 +28,13 @@ TargetKind = Literal["window", "sentence"]
 
 
 class NextWindowDataset(Dataset):
-    """Item ``k``: (input sentence ids, target ids) as int64 arrays."""
+    """Item ``k``: (input sentence ids, target ids) as int64 arrays.
+
+    ``corpus`` is a :class:`~ctxsent.text.vocabulary.TokenizedCorpus` or a data folder's
+    lazy :class:`~ctxsent.objectives.pretrain_data.ArrowSentences`; items are the
+    sentences that have a next one in their document, in corpus order, found by
+    arithmetic on the per-document counts (no per-example index is built).
+    """
 
     def __init__(
         self,
@@ -41,23 +47,31 @@ class NextWindowDataset(Dataset):
             raise ValueError(f"target must be 'window' or 'sentence', got {target!r}")
         self.corpus, self.target = corpus, target
         self.target_length, self.max_length = target_length, max_length
-        self.indices = np.flatnonzero(corpus.next_sentence >= 0)
+        sizes = corpus.document_sizes()
+        self.first_sentence = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self.first_example = np.concatenate([[0], np.cumsum(np.maximum(sizes - 1, 0))])
 
     def __len__(self) -> int:
-        return len(self.indices)
+        return int(self.first_example[-1])
+
+    def sentence_index(self, k: int) -> int:
+        """The corpus index of item ``k``'s input sentence."""
+        document = int(np.searchsorted(self.first_example, k, side="right")) - 1
+        return int(self.first_sentence[document] + k - self.first_example[document])
 
     def input_lengths(self) -> np.ndarray:
-        lengths = self.corpus.ends[self.indices] - self.corpus.starts[self.indices]
-        return np.minimum(lengths, self.max_length)
+        sizes = self.corpus.document_sizes()
+        keep = np.ones(int(sizes.sum()), dtype=bool)
+        keep[(self.first_sentence + sizes - 1)[sizes > 0]] = False  # last of each document
+        return np.minimum(self.corpus.sentence_lengths()[keep], self.max_length)
 
     def __getitem__(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        corpus, i = self.corpus, self.indices[k]
+        corpus, i = self.corpus, self.sentence_index(k)
         source = corpus.sentence(i)[: self.max_length]
         if self.target == "window":
-            end = min(corpus.ends[i] + self.target_length, corpus.document_ends[i])
-            target = corpus.tokens[corpus.ends[i] : end]
+            target = corpus.following(i, self.target_length)
         else:
-            target = corpus.sentence(corpus.next_sentence[i])[: self.target_length]
+            target = corpus.sentence(i + 1)[: self.target_length]
         return source.astype(np.int64), target.astype(np.int64)
 
 

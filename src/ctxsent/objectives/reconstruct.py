@@ -21,7 +21,11 @@ from ctxsent.text.vocabulary import BOS_ID, EOS_ID, PAD_ID, TokenizedCorpus
 
 
 class SentenceDataset(Dataset):
-    """Item ``i``: the ids of sentence ``i``, cut at ``max_length`` words."""
+    """Item ``i``: the ids of sentence ``i``, cut at ``max_length`` words.
+
+    ``corpus``: a :class:`~ctxsent.text.vocabulary.TokenizedCorpus` or a data folder's lazy
+    :class:`~ctxsent.objectives.pretrain_data.ArrowSentences`.
+    """
 
     def __init__(self, corpus: TokenizedCorpus, max_length: int = 30) -> None:
         self.corpus, self.max_length = corpus, max_length
@@ -30,7 +34,7 @@ class SentenceDataset(Dataset):
         return len(self.corpus)
 
     def input_lengths(self) -> np.ndarray:
-        return np.minimum(self.corpus.ends - self.corpus.starts, self.max_length)
+        return np.minimum(self.corpus.sentence_lengths(), self.max_length)
 
     def __getitem__(self, i: int) -> np.ndarray:
         return self.corpus.sentence(i)[: self.max_length].astype(np.int64)

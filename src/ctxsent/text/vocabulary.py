@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,11 +64,19 @@ class Vocabulary:
         counts: Counter[str] = Counter()
         for sentence in sentences:
             counts.update(word_tokens(sentence, lowercase))
-        for special in SPECIALS:
-            counts.pop(special, None)
-        if not counts:
+        return cls.from_counts(counts, size, lowercase)
+
+    @classmethod
+    def from_counts(
+        cls, counts: Mapping[str, int], size: int = 20_000, lowercase: bool = True
+    ) -> Vocabulary:
+        """The ``size`` most frequent words of ``counts`` (word -> count), ties alphabetical."""
+        ranked = sorted(
+            ((word, n) for word, n in counts.items() if word not in SPECIALS),
+            key=lambda item: (-item[1], item[0]),
+        )[:size]
+        if not ranked:
             raise InputError("no words to build a vocabulary from (empty corpus?)")
-        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:size]
         return cls([*SPECIALS, *(word for word, _ in ranked)], lowercase)
 
     def extended(self, words: Iterable[str]) -> Vocabulary:
@@ -117,6 +125,19 @@ class TokenizedCorpus:
 
     def sentence(self, i: int) -> np.ndarray:
         return self.tokens[self.starts[i] : self.ends[i]]
+
+    # what the example datasets read (next_window, reconstruct); a data folder's
+    # :class:`~ctxsent.objectives.pretrain_data.ArrowSentences` answers the same, lazily
+    def sentence_lengths(self) -> np.ndarray:
+        return self.ends - self.starts
+
+    def document_sizes(self) -> np.ndarray:
+        """Sentences in each document, in order."""
+        return np.diff(np.concatenate([[-1], np.flatnonzero(self.next_sentence < 0)]))
+
+    def following(self, i: int, count: int) -> np.ndarray:
+        """Up to ``count`` tokens after sentence ``i``, inside its document."""
+        return self.tokens[self.ends[i] : min(self.ends[i] + count, self.document_ends[i])]
 
 
 def corpus_sentences(documents: Iterable[Document], limit: int | None = None) -> Iterator[str]:

@@ -1,5 +1,6 @@
 """Typer commands for Cross-Thought, to be mounted on the main app:
 
+* ``ctxsent pretrain-data cross-thought``: :func:`pretrain_data_command`
 * ``ctxsent pretrain cross-thought``: :func:`pretrain_command`
 * ``ctxsent finetune cross-thought``: :func:`finetune_command` (answer selection, SICK-E, MRPC)
 * ``ctxsent eval retrieval``: :func:`retrieval_command` (SQuAD paragraph ranking, Recall@k)
@@ -24,9 +25,37 @@ PRESET_HELP = (
 )
 
 
+def pretrain_data_command(
+    corpus: Annotated[Path, typer.Option(help="a corpus folder from 'ctxsent corpus build'")],
+    out: Annotated[Path, typer.Option(help="output data folder")],
+    preset: Annotated[str, typer.Option(help=PRESET_HELP + "; sets the sequence length")],
+    backbone: Annotated[str, typer.Option(help="the tokenizer: the backbone to pre-train")] = (
+        "all-MiniLM-L6-v2"
+    ),
+    num_proc: Annotated[int, typer.Option(min=1, help="worker processes")] = 1,
+    max_sequences: Annotated[
+        int | None, typer.Option(min=1, help="keep only the first N short sequences")
+    ] = None,
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Cut a corpus into the preset's tokenised short sequences (Arrow, memory-mapped)."""
+    from ctxsent.io import check_writable
+    from ctxsent.objectives.cross_thought import get_preset
+    from ctxsent.objectives.pretrain_data import build_cross_thought_data
+
+    check_writable(out, folder=True)
+    get_preset(preset)  # unknown preset: fail before reading the corpus
+    summary = build_cross_thought_data(
+        corpus, out, preset, backbone, num_proc, max_sequences, overwrite=overwrite
+    )
+    typer.echo(json.dumps(summary, indent=2))
+
+
 def pretrain_command(
     preset: Annotated[str, typer.Option(help=PRESET_HELP)],
-    corpus: Annotated[Path, typer.Option(help="a corpus folder from 'ctxsent corpus build'")],
+    data: Annotated[
+        Path, typer.Option(help="a data folder from 'ctxsent pretrain-data cross-thought'")
+    ],
     out: Annotated[Path, typer.Option(help="run folder (OUT/model, OUT/summary.json); resumable")],
     budget: Annotated[
         float | None,
@@ -37,13 +66,9 @@ def pretrain_command(
     max_steps: Annotated[
         int | None, typer.Option(min=1, help="override the preset's steps")
     ] = None,
-    max_sequences: Annotated[
-        int | None,
-        typer.Option(min=1, help="tokenise only the first N short sequences of the corpus"),
-    ] = None,
-    backbone: Annotated[str, typer.Option(help="tokenizer and architecture (BERT-style)")] = (
-        "all-MiniLM-L6-v2"
-    ),
+    backbone: Annotated[
+        str, typer.Option(help="tokenizer and architecture (BERT-style); the data's tokenizer")
+    ] = "all-MiniLM-L6-v2",
     init: Annotated[
         Literal["backbone", "random"] | None,
         typer.Option(help="'backbone' (its weights) or 'random'; default: the preset's choice"),
@@ -54,8 +79,7 @@ def pretrain_command(
     seed: SeedOption = 0,
     overwrite: OverwriteOption = False,
 ) -> None:
-    """Pre-train a Cross-Thought encoder (or an MLM baseline) on a corpus."""
-    from ctxsent.corpus.storage import load_corpus
+    """Pre-train a Cross-Thought encoder (or an MLM baseline) on a data folder."""
     from ctxsent.io import check_writable
     from ctxsent.training.cross_thought_train import PretrainConfig, pretrain_cross_thought
 
@@ -66,14 +90,13 @@ def pretrain_command(
         from_backbone=None if init is None else init == "backbone",
         max_steps=max_steps,
         budget_minutes=budget,
-        max_sequences=max_sequences,
         precision=precision,
         accelerator=accelerator,
         devices=devices,
         seed=seed,
     )
-    config.resolved_preset()  # unknown preset: fail before reading the corpus
-    summary = pretrain_cross_thought(load_corpus(corpus), out, config, overwrite)
+    config.resolved_preset()  # unknown preset: fail before reading the data
+    summary = pretrain_cross_thought(data, out, config, overwrite)
     typer.echo(json.dumps(summary, indent=2))
 
 

@@ -2,11 +2,15 @@
 
 * :func:`pretrain_cross_thought`: Lightning; Adam (AdamW, betas 0.9/0.98, eps 1e-6, weight
   decay 0.01: RoBERTa-base's, which the paper says it follows), linear warm-up then linear
-  decay, gradients clipped at 1.0. ``OUT/checkpoints/last.ckpt`` is written every
+  decay, gradients clipped at 1.0. It reads a data folder from ``ctxsent pretrain-data
+  cross-thought`` (:mod:`~ctxsent.objectives.pretrain_data`) memory-mapped: a sample's M
+  consecutive sequences are sliced from the Arrow table when its batch comes
+  (:class:`~ctxsent.training.sampling.StreamBatches`: a step's batch depends only on the
+  seed, and each DDP rank reads its share of it); masks, position offsets and dropout come
+  from generators seeded by the step. ``OUT/checkpoints/last.ckpt`` is written every
   ``checkpoint_every`` steps and at the end, and a rerun with the same ``OUT`` resumes from
-  it (weights, optimiser, step, elapsed budget). Tokenised sequences are cached in
-  ``OUT/sequences.npz``. The model is saved to ``OUT/model`` and ``OUT/summary.json`` holds
-  steps, tokens and tokens/s.
+  it with the batches and masks an uninterrupted run would have used. The model is saved
+  to ``OUT/model`` and ``OUT/summary.json`` holds steps, tokens and tokens/s.
 * :func:`finetune_answer_selection`: Eq. 10, ``-log alpha[0][m]`` with ``alpha`` the mean of
   the first-layer attention weights of all heads of all cross-sequence Transformers, for
   a question against its positive and sampled negatives (several positives: their losses
@@ -29,11 +33,11 @@ from pathlib import Path
 import lightning as L
 import numpy as np
 import torch
+from lightning.fabric.utilities.rank_zero import rank_zero_only
 from torch import nn
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from ctxsent.corpus.titles import EVALUATION_OVERLAP_TITLES
 from ctxsent.errors import InputError, check_choice, check_range
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.io import atomic_write, check_output
@@ -46,12 +50,17 @@ from ctxsent.models.cross_thought import (
 from ctxsent.models.precision import lightning_precision
 from ctxsent.objectives.cross_thought import (
     ConsecutiveSequences,
+    CrossThoughtCollator,
     CrossThoughtObjective,
     CrossThoughtPreset,
-    TokenChunks,
-    chunk_documents,
     collator_for,
     get_preset,
+)
+from ctxsent.objectives.pretrain_data import (
+    ArrowChunks,
+    check_cross_thought_data,
+    data_identity,
+    load_pretrain_data,
 )
 from ctxsent.saving import write_model_card
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
@@ -60,6 +69,7 @@ from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.runs import finish_run, start_run
+from ctxsent.training.sampling import FollowTrainer, StreamBatches
 from ctxsent.training.settings import ACCELERATORS, PRECISIONS
 
 
@@ -74,9 +84,6 @@ class PretrainConfig:
     """Start the encoder from ``backbone``'s weights; ``None`` keeps the preset's choice."""
     max_steps: int | None = None
     budget_minutes: float | None = None
-    max_sequences: int | None = None
-    """Sequences to tokenise; default: enough for ``max_steps``, at most the whole corpus."""
-    exclude_titles: tuple[str, ...] = EVALUATION_OVERLAP_TITLES
     checkpoint_every: int = 200
     precision: str = "auto"
     accelerator: str = "auto"
@@ -84,7 +91,7 @@ class PretrainConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        check_range(self, "max_steps max_sequences checkpoint_every", 1)
+        check_range(self, "max_steps checkpoint_every", 1)
         check_range(self, "budget_minutes", 0, above=True)
         check_range(self, "seed", 0)
         check_choice(self, "precision", PRECISIONS)
@@ -100,12 +107,21 @@ class PretrainConfig:
 
 
 class CrossThoughtPretrainModule(L.LightningModule):
-    """Minimises Eq. 9 of :class:`CrossThoughtObjective`; counts the real tokens it sees."""
+    """Minimises Eq. 9 of :class:`CrossThoughtObjective`; counts the real tokens it sees.
 
-    def __init__(self, objective: CrossThoughtObjective, preset: CrossThoughtPreset) -> None:
+    The loader stacks samples (:meth:`CrossThoughtCollator.stack`); the step masks them with
+    a generator seeded by ``(seed, step, rank)`` and seeds dropout the same way.
+    """
+
+    def __init__(
+        self,
+        objective: CrossThoughtObjective,
+        preset: CrossThoughtPreset,
+        collator: CrossThoughtCollator,
+        seed: int = 0,
+    ) -> None:
         super().__init__()
-        self.objective = objective
-        self.preset = preset
+        self.objective, self.preset, self.collator, self.seed = objective, preset, collator, seed
         self.tokens_seen = 0
         self.start_step = 0
         self.last_loss = math.nan
@@ -114,7 +130,10 @@ class CrossThoughtPretrainModule(L.LightningModule):
         self.start_step = self.global_step  # after a resume, the restored step
 
     def training_step(self, batch, batch_idx):
-        loss = self.objective(batch)
+        step_seed = (self.seed * 1_000_003 + self.global_step) * 1_009 + self.global_rank
+        torch.manual_seed(step_seed)  # dropout: the same after a resume
+        generator = torch.Generator(device=self.device).manual_seed(step_seed)
+        loss = self.objective(self.collator.mask(batch, generator))
         self.tokens_seen += int(batch["attention_mask"].sum())
         self.last_loss = float(loss.detach())
         self.log("train_loss", loss, prog_bar=True, batch_size=len(batch["input_ids"]))
@@ -137,58 +156,38 @@ class CrossThoughtPretrainModule(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 
-def prepare_sequences(
-    documents, model: CrossThoughtModel, preset: CrossThoughtPreset, config: PretrainConfig, out
-) -> TokenChunks:
-    """Tokenised sequences for the run, read from ``OUT/sequences.npz`` when cached."""
-    cache = Path(out) / "sequences.npz"
-    if cache.is_file():
-        return TokenChunks.load(cache)
-    wanted = (
-        config.max_sequences or preset.max_steps * preset.batch_size * preset.sequences_per_sample
-    )
-    chunks = chunk_documents(
-        documents,
-        model.tokenizer,
-        preset.sequence_length,
-        max_chunks=wanted,
-        exclude_titles=config.exclude_titles,
-    )
-    chunks.save(cache)
-    return chunks
-
-
 def pretrain_cross_thought(
-    documents, out: str | Path, config: PretrainConfig, overwrite: bool = False
+    data: str | Path, out: str | Path, config: PretrainConfig, overwrite: bool = False
 ) -> dict:
-    """Pre-train ``config.preset`` on ``documents`` (an iterable of corpus documents).
+    """Pre-train ``config.preset`` on the data folder ``data`` (``ctxsent pretrain-data
+    cross-thought``, built with the run's backbone for a preset of the same sequence length).
 
     Stops at the preset's ``max_steps`` or after ``budget_minutes``, whichever comes first;
     returns (and writes to ``OUT/summary.json``) what was done. A rerun with the same ``OUT``
-    resumes only with the same config (the budget and steps may change); ``overwrite`` starts it
-    again (:mod:`~ctxsent.training.runs`).
+    resumes only with the same config and data (the budget and steps may change);
+    ``overwrite`` starts it again (:mod:`~ctxsent.training.runs`).
     """
     preset = config.resolved_preset()
-    out = Path(out)
+    data, out = Path(data), Path(out)
+    dataset, data_summary = load_pretrain_data(data, "cross-thought")
     check_output(out / "model", CrossThoughtModel.kind, overwrite)
-    start_run(
-        out,
-        asdict(config),
-        state=("checkpoints", "sequences.npz", "model"),
-        may_change=("budget_minutes", "max_steps"),
-        overwrite=overwrite,
-    )
     L.seed_everything(config.seed, verbose=False)
     model = CrossThoughtModel.build(preset.model_config(config.backbone), seed=config.seed)
-    chunks = prepare_sequences(documents, model, preset, config, out)
+    check_cross_thought_data(data_summary, data, preset.sequence_length, model.tokenizer)
+    if rank_zero_only.rank == 0:
+        start_run(
+            out,
+            {**asdict(config), "data": data_identity(data_summary)},
+            state=("checkpoints", "model"),
+            may_change=("budget_minutes", "max_steps"),
+            overwrite=overwrite,
+        )
+    chunks = ArrowChunks(dataset, preset.sequence_length, model.tokenizer.pad_token_id or 0)
     samples = ConsecutiveSequences(chunks, preset.sequences_per_sample)
-    loader = DataLoader(
-        samples,
-        batch_size=preset.batch_size,
-        shuffle=True,
-        collate_fn=collator_for(model, preset, config.seed),
-    )
-    module = CrossThoughtPretrainModule(CrossThoughtObjective(model), preset)
+    batches = StreamBatches(len(samples), preset.batch_size, config.seed, preset.max_steps)
+    collator = collator_for(model, preset, config.seed)
+    loader = DataLoader(samples, batch_sampler=batches, collate_fn=collator.stack)
+    module = CrossThoughtPretrainModule(CrossThoughtObjective(model), preset, collator, config.seed)
     checkpoint_dir = out / "checkpoints"
     checkpoints = newest_checkpoint(checkpoint_dir, every_n_train_steps=config.checkpoint_every)
     device_type = "cuda" if torch.cuda.is_available() and config.accelerator != "cpu" else "cpu"
@@ -201,11 +200,12 @@ def pretrain_cross_thought(
         max_time={"minutes": config.budget_minutes} if config.budget_minutes else None,
         precision=lightning_precision(config.precision, device_type),
         gradient_clip_val=1.0,
-        callbacks=[checkpoints, StderrProgressBar(refresh_rate=10)],
+        callbacks=[checkpoints, FollowTrainer(batches), StderrProgressBar(refresh_rate=10)],
         logger=L.pytorch.loggers.CSVLogger(out, name="logs"),
         enable_model_summary=False,
         num_sanity_val_steps=0,
         limit_val_batches=0,
+        use_distributed_sampler=False,
     )
     last = checkpoint_dir / "last.ckpt"
     model.train()
@@ -213,21 +213,23 @@ def pretrain_cross_thought(
     trainer.fit(module, loader, ckpt_path=str(last) if last.exists() else None)
     seconds = time.perf_counter() - start
     trainer.save_checkpoint(last)
-    model.save_pretrained(out / "model")
     summary = {
         "preset": asdict(preset),
-        "config": {**asdict(config), "exclude_titles": len(config.exclude_titles)},
+        "config": asdict(config),
+        "data": str(data),
         "steps": trainer.global_step,
         "steps_this_run": trainer.global_step - module.start_step,
         "tokens_seen": module.tokens_seen,
-        "corpus_sequences": len(chunks),
-        "corpus_tokens": chunks.tokens,
+        "corpus_sequences": data_summary["sequences"],
+        "corpus_tokens": data_summary["tokens"],
         "seconds_this_run": round(seconds, 1),
         "last_loss": module.last_loss,
     }
-    with atomic_write(out / "summary.json") as handle:
-        json.dump(summary, handle, indent=2)
-    finish_run(out, summary)
+    if trainer.is_global_zero:
+        model.save_pretrained(out / "model")
+        with atomic_write(out / "summary.json") as handle:
+            json.dump(summary, handle, indent=2)
+        finish_run(out, summary)
     return summary
 
 

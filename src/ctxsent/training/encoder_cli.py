@@ -1,6 +1,8 @@
-"""``ctxsent pretrain encoder PRESET --corpus DIR --out DIR``: RNN-CNN / Mean-Max AAE training.
+"""RNN-CNN / Mean-Max AAE commands: ``ctxsent pretrain-data encoder --preset P --corpus DIR
+--out DATA`` (vocabulary and word ids) and ``ctxsent pretrain encoder PRESET --data DATA --out
+DIR`` (training).
 
-Mounted by the main app; a function, so it can also sit on any typer app. Settings
+Mounted by the main app; functions, so they can also sit on any typer app. Settings
 come from the preset, then ``--word-vectors``, ``--max-minutes``, ``--max-steps`` and
 ``--set key=value`` (any field of :class:`~ctxsent.training.encoder_pretrain.PretrainConfig`;
 tuples as ``600,1200``, ``none`` for no value).
@@ -49,11 +51,36 @@ def parse_overrides(assignments: list[str]) -> dict:
     return parsed
 
 
+def pretrain_data_encoder(
+    corpus: Path = typer.Option(..., help="Corpus folder from 'ctxsent corpus build'."),
+    out: Path = typer.Option(..., help="Output data folder."),
+    preset: str = typer.Option(..., help="A preset name (see 'pretrain encoder --list')."),
+    set_: list[str] = typer.Option(
+        [], "--set", help="Override a setting: KEY=VALUE (vocab_size, max_sentences matter)."
+    ),
+    num_proc: int = typer.Option(1, min=1, help="Worker processes."),
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Build an encoder data folder: the preset's vocabulary and the corpus's word ids."""
+    from ctxsent.io import check_writable
+    from ctxsent.objectives.pretrain_data import build_encoder_data
+
+    check_writable(out, folder=True)
+    config = preset_config(preset, parse_overrides(set_))
+    summary = build_encoder_data(
+        corpus, out, config.vocab_size, config.max_sentences, num_proc, preset,
+        overwrite=overwrite,
+    )  # fmt: skip
+    typer.echo(json.dumps(summary, indent=2))
+
+
 def pretrain_encoder(
     preset: str | None = typer.Argument(
         None, help="A preset name (see --list) e.g. rnn-cnn-small-cpu."
     ),
-    corpus: Path | None = typer.Option(None, help="Corpus folder from 'ctxsent corpus build'."),
+    data: Path | None = typer.Option(
+        None, help="Data folder from 'ctxsent pretrain-data encoder' (same vocabulary settings)."
+    ),
     out: Path | None = typer.Option(None, help="Run folder; rerun with it to resume."),
     word_vectors: str | None = typer.Option(
         None, help="GloVe/word2vec file or folder, 'glove-6b-50d', or 'none' (random init)."
@@ -67,7 +94,6 @@ def pretrain_encoder(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train an RNN-CNN or Mean-Max AAE sentence encoder; saves OUT/encoder."""
-    from ctxsent.corpus import load_corpus
     from ctxsent.io import check_writable
     from ctxsent.training.encoder_pretrain import pretrain_encoder as run
 
@@ -77,10 +103,8 @@ def pretrain_encoder(
         return
     if preset is None:
         raise InputError("name a preset (see --list)", field="preset")
-    if corpus is None or out is None:
-        raise InputError(
-            "--corpus and --out are required", field="corpus" if corpus is None else "out"
-        )
+    if data is None or out is None:
+        raise InputError("--data and --out are required", field="data" if data is None else "out")
     check_writable(out, folder=True)
     overrides = parse_overrides(set_)
     for key, value in (
@@ -91,6 +115,6 @@ def pretrain_encoder(
         if value is not None:
             overrides[key] = value
     config = preset_config(preset, overrides)
-    summary = run(load_corpus(corpus), out, config, overwrite)
+    summary = run(data, out, config, overwrite)
     typer.echo(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=2))
     typer.echo(f"encoder saved to {out / 'encoder'}")

@@ -1,30 +1,37 @@
 """Pre-training the RNN-CNN and Mean-Max AAE sentence encoders with Lightning.
 
-Settings and presets are in :mod:`~ctxsent.training.encoder_presets`.
+Settings and presets are in :mod:`~ctxsent.training.encoder_presets`. The data is a folder
+from ``ctxsent pretrain-data encoder`` (:mod:`~ctxsent.objectives.pretrain_data`): its
+vocabulary and, memory-mapped, the word ids of each document's sentences, from which
+next-window (RNN-CNN) or sentence (AAE) examples are cut when a batch needs them.
 
-``OUT`` after a run: ``vocab.txt`` (training vocabulary), ``run.json`` (the config and
-whether the run finished, :mod:`~ctxsent.training.runs`), ``checkpoints/last.ckpt``
-(encoder + decoder + optimiser; a rerun with the same ``OUT`` and config resumes from it,
-``max_minutes`` / ``max_steps`` may change and count the whole run; a run
-resumed from the end-of-run checkpoint starts a new epoch, i.e. a new batch order),
-``logs/`` (CSV losses), ``encoder/`` (the ctxsent model folder: encoder only, vocabulary
-expanded, no decoder) and ``train.json`` (steps, loss, speed).
+Batches come from :class:`~ctxsent.training.sampling.StreamBatches` (length-grouped; a
+step's batch depends only on the seed; each DDP rank reads its share), and dropout and
+sampled decoder inputs are seeded by the step, so a run resumed from its checkpoint goes on
+exactly as an uninterrupted one would. The run is ``max_steps`` steps, else ``epochs``
+passes over the examples.
+
+``OUT`` after a run: ``run.json`` (the config, the data folder's identity and whether the
+run finished, :mod:`~ctxsent.training.runs`), ``checkpoints/last.ckpt`` (encoder + decoder
++ optimiser; a rerun with the same ``OUT``, config and data resumes from it,
+``max_minutes`` / ``max_steps`` may change and count the whole run), ``logs/`` (CSV
+losses), ``encoder/`` (the ctxsent model folder: encoder only, vocabulary expanded, no
+decoder) and ``train.json`` (steps, loss, speed).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
 import lightning as L
 import torch
+from lightning.fabric.utilities.rank_zero import rank_zero_only
 from torch.utils.data import DataLoader
 
-from ctxsent.corpus.document import Document
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_write, check_output
 from ctxsent.models.bag_of_words import WordVectors
@@ -38,17 +45,24 @@ from ctxsent.objectives.next_window import (
     NextWindowObjective,
     collate_next_window,
 )
+from ctxsent.objectives.pretrain_data import (
+    VOCABULARY_FILE,
+    ArrowSentences,
+    check_encoder_data,
+    data_identity,
+    load_pretrain_data,
+)
 from ctxsent.objectives.reconstruct import (
     ReconstructionObjective,
     SentenceDataset,
     collate_reconstruction,
 )
-from ctxsent.text.vocabulary import Vocabulary, corpus_sentences, tokenize_corpus
+from ctxsent.text.vocabulary import Vocabulary
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.encoder_presets import GLOVE_PACKAGE, PretrainConfig
 from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.runs import finish_run, start_run
-from ctxsent.training.sampling import LengthGroupedBatches, batches_done_this_epoch
+from ctxsent.training.sampling import FollowTrainer, StreamBatches
 
 LIMITS = ("max_steps", "max_minutes")  # may change when a run is resumed
 
@@ -56,17 +70,12 @@ LIMITS = ("max_steps", "max_minutes")  # may change when a run is resumed
 class EncoderPretrainModule(L.LightningModule):
     """Runs an objective (encoder + decoder + loss) with Adam."""
 
-    def __init__(self, objective: torch.nn.Module, config: PretrainConfig, batches) -> None:
+    def __init__(self, objective: torch.nn.Module, config: PretrainConfig) -> None:
         super().__init__()
-        self.objective, self.config, self.batches = objective, config, batches
-
-    def on_train_epoch_start(self) -> None:
-        self.batches.set_epoch(self.current_epoch)  # same batches after a resume
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        self.batches.skip = batches_done_this_epoch(checkpoint)  # a mid-epoch checkpoint
+        self.objective, self.config = objective, config
 
     def training_step(self, batch, batch_idx):
+        torch.manual_seed(self.config.seed * 1_000_003 + self.global_step)  # as if not resumed
         loss = self.objective(batch)
         self.log("train_loss", loss, prog_bar=True, batch_size=len(batch["input_ids"]))
         return loss
@@ -168,33 +177,27 @@ def encoder_class(config: PretrainConfig) -> type[WordLevelEncoder]:
 
 
 def pretrain_encoder(
-    documents: Iterable[Document],
-    out_dir: str | Path,
-    config: PretrainConfig,
-    overwrite: bool = False,
+    data: str | Path, out_dir: str | Path, config: PretrainConfig, overwrite: bool = False
 ) -> dict:
-    """Train per ``config`` on ``documents``; write ``OUT`` (see the module docstring).
+    """Train per ``config`` on the data folder ``data``; write ``OUT`` (module docstring).
 
+    ``data`` must have been built with the run's ``vocab_size`` and ``max_sentences``.
     ``overwrite`` starts again a run that ``OUT`` holds with other settings.
     """
-    out = Path(out_dir)
+    data, out = Path(data), Path(out_dir)
+    rows, data_summary = load_pretrain_data(data, "encoder")
+    check_encoder_data(data_summary, data, config.vocab_size, config.max_sentences)
     check_output(out / "encoder", encoder_class(config).kind, overwrite)
-    start_run(
-        out, asdict(config), state=("checkpoints", "vocab.txt", "encoder"), may_change=LIMITS,
-        overwrite=overwrite,
-    )  # fmt: skip
+    if rank_zero_only.rank == 0:
+        settings = {**asdict(config), "data": data_identity(data_summary)}
+        start_run(
+            out, settings, state=("checkpoints", "encoder"), may_change=LIMITS,
+            overwrite=overwrite,
+        )  # fmt: skip
     L.seed_everything(config.seed, verbose=False)
     vectors = load_word_vectors(config)
-    documents = list(documents) if not hasattr(documents, "__len__") else documents
-    vocabulary_path = out / "vocab.txt"
-    if vocabulary_path.is_file():
-        vocabulary = Vocabulary.load(vocabulary_path)
-    else:
-        vocabulary = Vocabulary.build(
-            corpus_sentences(documents, config.max_sentences), config.vocab_size
-        )
-        vocabulary.save(vocabulary_path)
-    corpus = tokenize_corpus(documents, vocabulary, config.max_sentences)
+    vocabulary = Vocabulary.load(data / VOCABULARY_FILE)
+    corpus = ArrowSentences(rows)
     objective = build_objective(config, vocabulary, vectors)
     if config.model == "rnn-cnn":
         dataset = NextWindowDataset(corpus, config.target, config.target_length, config.max_length)
@@ -203,10 +206,15 @@ def pretrain_encoder(
         dataset = SentenceDataset(corpus, config.max_length)
         collate = collate_reconstruction
     if len(dataset) == 0:
-        raise InputError("the corpus has no training example (documents of one sentence?)")
-    batches = LengthGroupedBatches(dataset.input_lengths(), config.batch_size, config.seed)
+        raise InputError("has no training example (documents of one sentence?)", path=data)
+    total = config.max_steps or config.epochs * (
+        len(dataset) // min(config.batch_size, len(dataset))
+    )
+    batches = StreamBatches(
+        len(dataset), config.batch_size, config.seed, total, lengths=dataset.input_lengths()
+    )
     loader = DataLoader(dataset, batch_sampler=batches, collate_fn=collate)
-    module = EncoderPretrainModule(objective, config, batches)
+    module = EncoderPretrainModule(objective, config)
     device_type = "cuda" if config.accelerator != "cpu" and torch.cuda.is_available() else "cpu"
     checkpoints = newest_checkpoint(
         out / "checkpoints", every_n_train_steps=config.checkpoint_every
@@ -215,12 +223,12 @@ def pretrain_encoder(
         default_root_dir=out,
         accelerator=config.accelerator,
         devices=1,
-        max_epochs=config.epochs,
-        max_steps=config.max_steps or -1,
+        max_epochs=-1,
+        max_steps=total,
         max_time={"minutes": config.max_minutes} if config.max_minutes else None,
         precision=lightning_precision(config.precision, device_type),
         gradient_clip_val=config.max_grad_norm,
-        callbacks=[checkpoints, StderrProgressBar(refresh_rate=20)],
+        callbacks=[checkpoints, FollowTrainer(batches), StderrProgressBar(refresh_rate=20)],
         logger=L.pytorch.loggers.CSVLogger(out, name="logs"),
         enable_model_summary=False,
         use_distributed_sampler=False,
@@ -231,7 +239,9 @@ def pretrain_encoder(
     trainer.fit(module, loader, ckpt_path=str(last) if resumed else None)
     seconds = time.perf_counter() - started
     trainer.save_checkpoint(last)
-    saved_words = export_encoder(objective.encoder, vectors, config, out / "encoder")
+    saved_words = None
+    if trainer.is_global_zero:
+        saved_words = export_encoder(objective.encoder, vectors, config, out / "encoder")
     steps = trainer.global_step
     loss = trainer.callback_metrics.get("train_loss")
     summary = {
@@ -245,8 +255,10 @@ def pretrain_encoder(
         "saved_vocabulary": saved_words,
         "encoder_dim": objective.encoder.dim,
         "config": json.loads(json.dumps(asdict(config))),
+        "data": str(data),
     }
-    with atomic_write(out / "train.json") as handle:
-        json.dump(summary, handle, indent=2)
-    finish_run(out, summary, model="encoder")
+    if trainer.is_global_zero:
+        with atomic_write(out / "train.json") as handle:
+            json.dump(summary, handle, indent=2)
+        finish_run(out, summary, model="encoder")
     return summary
