@@ -25,9 +25,9 @@ names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(cascade mono-6 mono-2 mono-3 mono-4 mono-5)
 for name in "${names[@]}"; do
   case $name in
-    cascade) kind=(--cascade "${HEADS[@]}") ;;
+    cascade) kind=(--arch cascade "${HEADS[@]}") ;;
     mono-*) kind=(--layers "${name#mono-}") ;;
-    pooled-*) kind=(--cascade --layers "${name#pooled-}" --exits "${name#pooled-}" "${HEADS[@]}") ;;
+    pooled-*) kind=(--arch cascade --layers "${name#pooled-}" --exits "${name#pooled-}" "${HEADS[@]}") ;;
     *) echo "unknown model name: $name" >&2; exit 2 ;;
   esac
   # shellcheck disable=SC2086  # EXTRA is a list of options

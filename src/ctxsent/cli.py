@@ -29,7 +29,14 @@ from ctxsent.serving.cli import serve
 from ctxsent.tasks.cli import app as data_app
 from ctxsent.training import cross_thought_cli, ssp_cli
 from ctxsent.training.encoder_cli import pretrain_data_encoder, pretrain_encoder
-from ctxsent.training.settings import MIN_INPUT_LENGTH, Accelerator, Loss, Precision, Strategy
+from ctxsent.training.settings import (
+    MIN_INPUT_LENGTH,
+    Accelerator,
+    Arch,
+    Loss,
+    Precision,
+    Strategy,
+)
 
 
 def error_line(err: CtxsentError | OSError) -> str:
@@ -219,6 +226,7 @@ def demo(
 
 @finetune_app.command("as2")
 def finetune_as2_command(
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option(help="run folder; the best model goes to OUT/model")],
     data: Annotated[
         str | None, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, squad-as2:DIR, hf:NAME")
@@ -255,9 +263,17 @@ def finetune_as2_command(
     dev_data: Annotated[
         str | None, typer.Option(help="select on another set's dev split (TANDA: the target)")
     ] = None,
-    cascade: Annotated[
-        bool, typer.Option(help="train a Cascade Transformer (an exit classifier per stage)")
-    ] = False,
+    arch: Annotated[
+        Arch | None,
+        typer.Option(
+            help="cross-encoder | cascade (Cascade Transformer: an exit classifier per stage) | "
+            "bi-encoder (cosine of mean-pooled embeddings; its defaults are the Eq. 10 recipe: "
+            "--loss listwise --lr 5e-5 --questions-per-batch 8 --max-negatives 15 "
+            "--max-steps 300 --eval-every 100). Default: cross-encoder, or the --init "
+            "model's kind"
+        ),
+    ] = None,
+    cascade: Annotated[bool, typer.Option(hidden=True, help="replaced by --arch cascade")] = False,
     layers: Annotated[
         int | None,
         typer.Option(
@@ -267,7 +283,7 @@ def finetune_as2_command(
     exits: Annotated[
         str | None,
         typer.Option(
-            help="--cascade exit layers, e.g. 2,3,4,5,6 (default: the paper's 1/3, 1/2, 2/3, "
+            help="--arch cascade exit layers, e.g. 2,3,4,5,6 (default: the paper's 1/3, 1/2, 2/3, "
             "5/6, 1 of the depth); one exit at the last layer is a monolithic model with "
             "the cascade's mean-pooled classifier"
         ),
@@ -307,9 +323,26 @@ def finetune_as2_command(
         Loss,
         typer.Option(
             help="pointwise (cross-entropy per pair) | listwise (softmax over each "
-            "question's candidates; batches of whole questions)"
+            "question's candidates; batches of whole questions); bi-encoder: listwise"
         ),
     ] = "pointwise",
+    questions_per_batch: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="listwise: questions per batch (default: about --batch-size pairs)"
+        ),
+    ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(callback=positive, help="bi-encoder: logits are cosine / T (0.05)"),
+    ] = None,
+    in_batch_negatives: Annotated[
+        bool,
+        typer.Option(
+            help="listwise bi-encoder: the other questions' candidates in a batch are extra "
+            "negatives"
+        ),
+    ] = False,
     max_length: Annotated[int, typer.Option(min=MIN_INPUT_LENGTH)] = 256,
     precision: Precision = "auto",
     accelerator: Accelerator = "auto",
@@ -319,7 +352,8 @@ def finetune_as2_command(
     seed: SeedOption = 42,
     overwrite: OverwriteOption = False,
 ) -> None:
-    """Fine-tune a cross-encoder AS2 ranker; early stopping on dev MAP; resumable.
+    """Fine-tune an AS2 ranker (cross-encoder, cascade, bi-encoder); early stopping on dev
+    MAP; resumable.
 
     Data: --data SPEC, or your own files: --train FILE --dev FILE [--test FILE].
     """
@@ -329,9 +363,21 @@ def finetune_as2_command(
     from ctxsent.tasks.as2_files import parse_columns, read_fine_tuning_files
     from ctxsent.tasks.as2_load import load_as2
     from ctxsent.tasks.as2_records import clean, first_questions
-    from ctxsent.training.as2_finetune import As2RankerSpec, As2TrainConfig, finetune_as2
+    from ctxsent.training.as2_finetune import (
+        ARCH_DEFAULTS,
+        As2RankerSpec,
+        As2TrainConfig,
+        finetune_as2,
+    )
 
-    config = As2TrainConfig(
+    if cascade:
+        if arch not in (None, "cascade"):
+            raise InputError("--cascade (now --arch cascade) contradicts --arch", field="arch")
+        warnings.warn("--cascade is replaced by --arch cascade", FutureWarning, stacklevel=1)
+        arch = "cascade"
+    exit_layers = parse_numbers(exits, int, "exits") if exits else ()
+    spec = As2RankerSpec(init, contextual, max_length, arch, exit_layers, layers)
+    settings = dict(
         learning_rate=lr,
         head_lr_scale=head_lr_scale,
         batch_size=batch_size,
@@ -342,6 +388,8 @@ def finetune_as2_command(
         patience=patience,
         max_negatives_per_question=max_negatives,
         loss=loss,
+        questions_per_batch=questions_per_batch,
+        in_batch_negatives=in_batch_negatives,
         precision=precision,
         accelerator=accelerator,
         devices=devices,
@@ -349,8 +397,22 @@ def finetune_as2_command(
         num_nodes=num_nodes,
         seed=seed,
     )
-    exit_layers = parse_numbers(exits, int, "exits") if exits else ()
-    spec = As2RankerSpec(init, contextual, max_length, cascade, exit_layers, layers)
+    if temperature is not None:
+        settings["temperature"] = temperature
+    if spec.kind != "bi-encoder" and (temperature is not None or in_batch_negatives):
+        option = "--temperature" if temperature is not None else "--in-batch-negatives"
+        raise InputError(f"{option} applies to --arch bi-encoder only", field="arch")
+    # the architecture's defaults (ARCH_DEFAULTS) for what the command line leaves out
+    # (typer ships its own click: a parameter's source is compared by name)
+    sources = {name: ctx.get_parameter_source(name) for name in ctx.params}
+    given = {name for name, source in sources.items() if source.name == "COMMANDLINE"}
+    option_names = {"learning_rate": "lr", "max_negatives_per_question": "max_negatives"}
+    for name, value in ARCH_DEFAULTS.get(spec.kind, {}).items():
+        if option_names.get(name, name) not in given:
+            settings[name] = value
+    if settings["loss"] != "listwise" or "batch_size" in given:  # batches sized in pairs
+        settings["questions_per_batch"] = questions_per_batch
+    config = As2TrainConfig(**settings)
     own_files = bool(train_file or dev_file or test_file or mine_negatives)
     if (data is not None) == own_files or own_files and not (train_file and dev_file):
         raise InputError(

@@ -3,9 +3,10 @@
 Every export is exact (its scores or embeddings are ours, up to float rounding; the tests
 check parity) or refused with an :class:`InputError` before anything is written.
 
-* :func:`export_sentence_transformer`: a :class:`~ctxsent.models.bi_encoder.BiEncoder`, or
-  a Cross-Thought encoder or ranker with one special token, as a sentence-transformers
-  folder whose ``SentenceTransformer(folder).encode`` gives the model's ``encode``.
+* :func:`export_sentence_transformer`: a :class:`~ctxsent.models.bi_encoder.BiEncoder` or
+  bi-encoder ranker, or a Cross-Thought encoder or ranker with one special token, as a
+  sentence-transformers folder whose ``SentenceTransformer(folder).encode`` gives the
+  model's ``encode``.
 * :func:`export_cross_encoder`: a pairwise :class:`CrossEncoderRanker` as a
   sentence-transformers ``CrossEncoder`` folder whose ``predict`` returns our logits
   (identity activation). Exact for pairs that fit in ``max_length`` tokens; longer ones are
@@ -60,18 +61,22 @@ def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = Fals
 
     ``SentenceTransformer(out).encode`` gives the embeddings of the encoder's own ``encode``:
 
-    * a :class:`~ctxsent.models.bi_encoder.BiEncoder`: Transformer, mean Pooling, Normalize,
-      the layout all-MiniLM-L6-v2 itself ships in;
+    * a :class:`~ctxsent.models.bi_encoder.BiEncoder` or
+      :class:`~ctxsent.models.bi_encoder.BiEncoderRanker` (a fine-tuned ``bi-encoder``
+      folder): Transformer (its ``max_length`` as ``max_seq_length``), mean Pooling,
+      Normalize, the layout all-MiniLM-L6-v2 itself ships in;
     * a Cross-Thought encoder or ranker with one special token: see
       :func:`_cross_thought_as_bert` (CLS pooling, no Normalize, as ``encode`` returns ``E``).
 
     Anything else is refused with an :class:`InputError` before anything is written.
     """
-    from ctxsent.models.bi_encoder import BiEncoder
+    from ctxsent.models.bi_encoder import BiEncoder, BiEncoderRanker
     from ctxsent.models.cross_thought import CrossThoughtModel, CrossThoughtRanker
 
     if isinstance(encoder, CrossThoughtRanker):
         encoder = encoder.model
+    if isinstance(encoder, BiEncoderRanker):
+        encoder = encoder.encoder
     if isinstance(encoder, BiEncoder):
         transformer, tokenizer = encoder.transformer, encoder.tokenizer
         max_seq_length, pooling, normalize = encoder.max_length, "mean", True

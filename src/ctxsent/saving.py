@@ -275,6 +275,7 @@ def load(path: str | Path):
 
 def _import_model_modules() -> None:
     """Import the modules whose classes register themselves."""
+    import ctxsent.models.bi_encoder  # noqa: F401
     import ctxsent.models.cascade  # noqa: F401
     import ctxsent.models.cross_encoder  # noqa: F401
     import ctxsent.models.cross_thought  # noqa: F401

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
@@ -188,7 +189,8 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
         str(tmp_path / "run"),
         "--init",
         str(tiny_bert),
-        "--cascade",
+        "--arch",
+        "cascade",
         "--max-steps",
         "4",
         "--eval-every",
@@ -210,7 +212,60 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
     wrong = run_cli(*args, "--alpha", "0.1,0.2")
     assert wrong.returncode == 2 and "field 'alpha'" in wrong.stderr
     stray = run_cli("finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x", "--exits", "1")
-    assert stray.returncode == 2 and "--exits applies to --cascade" in stray.stderr
+    assert stray.returncode == 2 and "--exits applies to --arch cascade" in stray.stderr
     finetune = ["finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x"]
-    reshape = run_cli(*finetune, "--init", model, "--layers", "1")
+    reshape = run_cli(*finetune, "--init", model, "--layers", "1", "--cascade")
     assert reshape.returncode == 2 and "shape a new model" in reshape.stderr
+    assert "warning: --cascade is replaced by --arch cascade" in reshape.stderr
+
+
+def test_finetune_a_bi_encoder_with_its_recipe_then_export_it(tmp_path, tiny_bert):
+    from sentence_transformers import SentenceTransformer
+
+    import ctxsent
+
+    data = tmp_path / "data"
+    write_as2_jsonl(synthetic_as2(16, seed=1), data / "train.jsonl")
+    write_as2_jsonl(synthetic_as2(4, seed=2), data / "dev.jsonl")
+    finetune = ["finetune", "as2", "--data", f"squad-as2:{data}", "--init", str(tiny_bert)]
+    trained = run_cli(
+        *finetune, "--out", str(tmp_path / "run"), "--arch", "bi-encoder", "--max-steps", "2",
+        "--eval-every", "2", "--questions-per-batch", "4", "--max-length", "16",
+        "--in-batch-negatives", "--temperature", "0.1",
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    settings = json.loads(trained.stdout)["train"]
+    given = {"max_steps": 2, "eval_every": 2, "questions_per_batch": 4, "temperature": 0.1}
+    recipe = {"loss": "listwise", "learning_rate": 5e-5, "max_negatives_per_question": 15}
+    assert settings.items() >= {**given, **recipe, "in_batch_negatives": True}.items()
+    model = tmp_path / "run" / "model"
+    exported = run_cli(
+        "export", str(model), "--to", "sentence-transformers", "--out", str(tmp_path / "st")
+    )
+    assert exported.returncode == 0, exported.stderr
+    texts = ["which one is red?", "it is red because of dye.", "the box is blue. " * 20]
+    ours = ctxsent.load(model).encode(texts)
+    theirs = SentenceTransformer(str(tmp_path / "st"), device="cpu").encode(texts)
+    assert np.allclose(ours, theirs, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--temperature", "0.1"], "--temperature applies to --arch bi-encoder only"),
+        (["--in-batch-negatives"], "--in-batch-negatives applies to --arch bi-encoder only"),
+        (["--arch", "bi-encoder", "--contextual"], "embeds each candidate alone"),
+        (["--arch", "bi-encoder", "--loss", "pointwise", "--questions-per-batch", "4"],
+         "field 'questions_per_batch'"),
+        (["--arch", "bi-encoder", "--cascade"], "contradicts --arch"),
+    ],
+)  # fmt: skip
+def test_finetune_refuses_options_its_architecture_cannot_use(tmp_path, tiny_bert, args, message):
+    from typer.testing import CliRunner
+
+    from ctxsent.cli import app
+
+    command = ["finetune", "as2", "--data", "wikiqa:nowhere", "--out", str(tmp_path / "x")]
+    result = CliRunner().invoke(app, [*command, "--init", str(tiny_bert), *args])
+    assert result.exit_code == 2 and message in result.output
+    assert not (tmp_path / "x").exists()

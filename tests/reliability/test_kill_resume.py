@@ -22,10 +22,10 @@ from ctxsent.training.runs import UnfinishedRunWarning
 CHILD = Path(__file__).with_name("training_run.py")
 
 
-def kill_after_first_checkpoint(tiny_bert: Path, out: Path) -> None:
+def kill_after_first_checkpoint(tiny_bert: Path, out: Path, arch: str) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
     child = subprocess.Popen(
-        [sys.executable, str(CHILD), str(tiny_bert), str(out), "0.1"],
+        [sys.executable, str(CHILD), str(tiny_bert), str(out), "0.1", arch],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -52,11 +52,12 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.mark.parametrize("arch", ["cross-encoder", "bi-encoder"])
 def test_nothing_half_written_looks_complete_and_resume_matches(
-    tiny_bert, tmp_path, monkeypatch, one_thread
+    tiny_bert, tmp_path, monkeypatch, one_thread, arch
 ):
     interrupted = tmp_path / "interrupted"
-    kill_after_first_checkpoint(tiny_bert, interrupted)
+    kill_after_first_checkpoint(tiny_bert, interrupted, arch)
 
     # Whatever the kill left: a model folder is complete (and says its run did not finish),
     # a checkpoint is loadable.
@@ -75,11 +76,11 @@ def test_nothing_half_written_looks_complete_and_resume_matches(
     monkeypatch.setattr(
         As2FineTuneModule, "on_train_batch_end", lambda self, *_: steps.append(self.global_step)
     )
-    resumed = run(tiny_bert, interrupted)
+    resumed = run(tiny_bert, interrupted, arch=arch)
     monkeypatch.undo()
     assert steps, "the resumed run trained no step: no mid-run checkpoint was written"
     assert steps[0] > 1 and steps[-1] == 24 and len(steps) == 25 - steps[0]  # went on, not over
-    uninterrupted = run(tiny_bert, tmp_path / "uninterrupted")
+    uninterrupted = run(tiny_bert, tmp_path / "uninterrupted", arch=arch)
     assert json.loads((interrupted / "run.json").read_text())["status"] == "finished"
     assert not list(interrupted.glob(".*.tmp"))  # staging left by the kill is gone
     assert resumed["step"] == uninterrupted["step"]

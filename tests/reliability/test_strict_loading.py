@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 
 import ctxsent
 from ctxsent.errors import ModelFolderError
-from ctxsent.models.bi_encoder import BiEncoder
+from ctxsent.models.bi_encoder import BiEncoder, BiEncoderRanker
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.cross_thought import CrossThoughtConfig, CrossThoughtModel, CrossThoughtRanker
@@ -30,6 +30,7 @@ def _sequential(tiny_bert: Path) -> SequentialRanker:
 
 
 BUILDERS = {
+    "bi-encoder": lambda bert: BiEncoderRanker.from_backbone(str(bert), max_length=32),
     "cross-encoder": lambda bert: CrossEncoderRanker.from_backbone(str(bert), max_length=32),
     "cascade": lambda bert: CascadeRanker.from_backbone(str(bert), max_length=32),
     "cross-thought": _cross_thought,

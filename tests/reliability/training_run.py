@@ -1,6 +1,6 @@
 """A tiny, deterministic AS2 fine-tuning run, importable by tests and runnable as a child process.
 
-    python tests/reliability/training_run.py TINY_BERT OUT [SLEEP_PER_STEP]
+    python tests/reliability/training_run.py TINY_BERT OUT [SLEEP_PER_STEP [ARCH]]
 
 The sleep (seconds after every training step) only slows the run down so
 that a test can kill it midway; it changes no number.
@@ -18,10 +18,14 @@ CONFIG = dict(
 )  # fmt: skip
 
 
-def run(tiny_bert: str | Path, out: str | Path, sleep: float = 0.0) -> dict:
-    """Train a tiny cross-encoder for 2 epochs of 12 steps; dev evaluation every 6 steps."""
+def run(
+    tiny_bert: str | Path, out: str | Path, sleep: float = 0.0, arch: str = "cross-encoder"
+) -> dict:
+    """Train a tiny cross-encoder (or bi-encoder, listwise: 4 questions a batch) for 2 epochs
+    of 12 steps; dev evaluation every 6 steps."""
     import torch
 
+    from ctxsent.models.bi_encoder import BiEncoderRanker
     from ctxsent.models.cross_encoder import CrossEncoderRanker
     from ctxsent.training import as2_finetune
     from synthetic import synthetic_as2
@@ -29,12 +33,17 @@ def run(tiny_bert: str | Path, out: str | Path, sleep: float = 0.0) -> dict:
     if sleep:
         as2_finetune.As2FineTuneModule.on_train_batch_end = lambda *_: time.sleep(sleep)
     torch.manual_seed(0)
-    ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
     train, dev = synthetic_as2(24, seed=1), synthetic_as2(8, seed=2)
-    config = as2_finetune.As2TrainConfig(**CONFIG)
+    if arch == "bi-encoder":
+        ranker = BiEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
+        settings = dict(CONFIG, loss="listwise", questions_per_batch=2)
+    else:
+        ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
+        settings = CONFIG
+    config = as2_finetune.As2TrainConfig(**settings)
     return as2_finetune.finetune_as2(ranker, train, dev, out, config)
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for synthetic
-    run(sys.argv[1], sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 0.0)
+    run(*sys.argv[1:3], *[float(sys.argv[3])] if len(sys.argv) > 3 else [], *sys.argv[4:5])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.cross_thought import CrossThoughtRanker
 from ctxsent.models.sequential import SequentialRanker
@@ -36,6 +37,7 @@ class Kind:
 KINDS = {
     "bm25": Kind(can_rank=True, can_encode=False),
     "bi-encoder": Kind(can_rank=True, can_encode=True),
+    "bi-encoder-folder": Kind(can_rank=True, can_encode=True),  # a fine-tuned bi-encoder
     "cross-encoder": Kind(can_rank=True, can_encode=False),
     "contextual-cross-encoder": Kind(can_rank=True, can_encode=False),
     "cascade": Kind(can_rank=True, can_encode=False, staged=True),
@@ -55,6 +57,7 @@ def served(
     pairwise = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=64)
     shallow = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=64, layers=1)
     saved = {
+        "bi-encoder-folder": BiEncoderRanker.from_backbone(str(tiny_bert), max_length=16),
         "cross-encoder": pairwise,
         "contextual-cross-encoder": tiny_ranker,
         "cascade": tiny_cascade,

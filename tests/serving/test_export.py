@@ -46,6 +46,30 @@ def test_sentence_transformers_encoder_parity(tiny_encoder, tmp_path):
     assert np.allclose(np.linalg.norm(theirs, axis=1), 1.0, atol=1e-5)
 
 
+def test_a_saved_bi_encoder_ranker_exports_exactly(tiny_bert, tmp_path):
+    """The command's path: a fine-tuned ``bi-encoder`` folder, its own max_length (texts
+    longer are truncated alike), cosine rankings preserved; the other formats refuse it."""
+    from sentence_transformers import SentenceTransformer
+
+    from ctxsent.export import export_command
+    from ctxsent.models.bi_encoder import BiEncoderRanker
+
+    torch.manual_seed(2)
+    ranker = BiEncoderRanker.from_backbone(str(tiny_bert), max_length=12)
+    spread_attention(ranker.encoder.transformer)  # not the backbone's weights any more
+    folder = ranker.save_pretrained(tmp_path / "model")
+    export_command(str(folder), tmp_path / "st", "sentence-transformers")
+    peer = SentenceTransformer(str(tmp_path / "st"), device="cpu")
+    assert peer.max_seq_length == 12
+    texts = [*TEXTS, "the harbour board built the lighthouse in 1850 " * 4, "[CLS] x [SEP]"]
+    assert np.allclose(ranker.encode(texts), peer.encode(texts), atol=1e-5)
+    q, c = peer.encode([r.question for r in RECORDS]), peer.encode([r.candidate for r in RECORDS])
+    assert np.allclose(ranker.predict(RECORDS), (q * c).sum(axis=1), atol=1e-5)
+    for fmt in ("cross-encoder", "onnx"):
+        with pytest.raises(InputError, match="takes a cross-encoder ranker"):
+            export_command(str(folder), tmp_path / fmt, fmt)
+
+
 def test_cross_encoder_parity_and_refusals(pairwise, tiny_ranker, tmp_path):
     from sentence_transformers import CrossEncoder
 

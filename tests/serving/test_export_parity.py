@@ -121,6 +121,25 @@ def test_minilm_sentence_transformers_exports_are_exact(wikiqa_pairs, tmp_path):
 
 
 @pytest.mark.integration
+def test_minilm_fine_tuned_bi_encoder_exports_exactly(wikiqa_pairs, tmp_path):
+    """A saved MiniLM ``bi-encoder`` (weights changed as fine-tuning would) through the
+    command: the export's embeddings are ours, not the backbone's."""
+    from ctxsent.models.bi_encoder import BiEncoderRanker
+
+    ranker = BiEncoderRanker.from_backbone()
+    backbone = ranker.encode([r.candidate for r in wikiqa_pairs])
+    with torch.no_grad():
+        layer = ranker.encoder.transformer.encoder.layer[-1].output.dense
+        layer.weight.mul_(1.5)
+    folder = ranker.save_pretrained(tmp_path / "model")
+    export_command(str(folder), tmp_path / "st", "sentence-transformers")
+    texts = [r.candidate for r in wikiqa_pairs] + [r.question for r in wikiqa_pairs]
+    ours = ranker.encode(texts)
+    assert cosines(ours[: len(backbone)], backbone).min() < 0.999  # the change shows
+    assert_same_embeddings(ours, sentence_transformer(tmp_path / "st").encode(texts))
+
+
+@pytest.mark.integration
 def test_minilm_cross_encoder_and_onnx_exports_are_exact(wikiqa_pairs, tmp_path):
     from sentence_transformers import CrossEncoder
 

@@ -130,7 +130,7 @@ def test_listwise_finetune_learns(tiny_bert, tmp_path, kind):
     from ctxsent.training.as2_finetune import As2RankerSpec
 
     train, dev = synthetic_as2(96, seed=1), synthetic_as2(24, seed=2)
-    spec = As2RankerSpec(init=str(tiny_bert), max_length=32, cascade=kind == "cascade")
+    spec = As2RankerSpec(init=str(tiny_bert), max_length=32, arch=kind)
     config = As2TrainConfig(
         learning_rate=3e-3, batch_size=16, epochs=3, eval_every=8, warmup_ratio=0.0, seed=0,
         loss="listwise",
@@ -201,10 +201,11 @@ def _saved_tanda_start(tiny_bert, folder):
     [
         (dict(), "pointwise"),  # pairwise cross-encoder
         (dict(contextual=True, layers=1), "pointwise"),  # truncated, contextual
-        (dict(cascade=True, contextual=True), "listwise"),
+        (dict(arch="cascade", contextual=True), "listwise"),
         (dict(init="saved", contextual=True), "pointwise"),  # TANDA from a saved cascade
+        (dict(arch="bi-encoder"), "listwise"),
     ],
-    ids=["pairwise", "contextual-layers", "cascade-listwise", "tanda"],
+    ids=["pairwise", "contextual-layers", "cascade-listwise", "tanda", "bi-encoder"],
 )
 def test_same_seed_gives_the_same_start_and_the_same_weights(
     tiny_bert, tmp_path, monkeypatch, spec, loss
@@ -236,3 +237,134 @@ def test_same_seed_gives_the_same_start_and_the_same_weights(
     _assert_identical(*starts)
     _assert_identical(*finals)
     assert any(not torch.equal(starts[0][name], finals[0][name]) for name in starts[0])
+
+
+# ---- bi-encoders -------------------------------------------------------------------------
+
+
+def _unit(*angles: float) -> torch.Tensor:
+    """2-d unit vectors at these angles (radians), as leaves with gradients."""
+    theta = torch.tensor(angles)
+    return torch.stack([theta.cos(), theta.sin()], dim=1).requires_grad_()
+
+
+def test_bi_encoder_listwise_loss_is_a_softmax_over_cosines_over_the_temperature():
+    from ctxsent.training.as2_finetune import bi_encoder_loss
+
+    # texts: 0 the question, 1 its answer (cos 0.8), 2 and 3 wrong (cos 0.6, -1)
+    embeddings = _unit(0.0, np.arccos(0.8), np.arccos(0.6), np.pi)
+    config = As2TrainConfig(loss="listwise", temperature=0.1)
+    labels = torch.tensor([1.0, 0.0, 0.0])
+    loss = bi_encoder_loss(
+        embeddings, torch.tensor([0, 0, 0]), torch.tensor([1, 2, 3]), labels,
+        torch.tensor([5, 5, 5]), config,
+    )  # fmt: skip
+    expected = -np.log(np.exp(8.0) / (np.exp(8.0) + np.exp(6.0) + np.exp(-10.0)))
+    assert loss.item() == pytest.approx(expected, rel=1e-5)
+    loss.backward()
+    question = embeddings[0].detach()
+    # descending the loss moves the answer towards the question and the others away
+    assert (embeddings.grad[1] @ question).item() < 0
+    assert (embeddings.grad[2] @ question).item() > 0
+    assert (embeddings.grad[3] @ question).item() > 0
+    assert (embeddings.grad[0] @ (embeddings[1] - embeddings[2]).detach()).item() < 0
+
+
+def test_bi_encoder_pointwise_loss_is_cross_entropy_of_cosine_over_the_temperature():
+    from ctxsent.training.as2_finetune import bi_encoder_loss
+
+    embeddings = _unit(0.0, np.arccos(0.5), np.arccos(-0.5))
+    config = As2TrainConfig(loss="pointwise", temperature=0.5)
+    loss = bi_encoder_loss(
+        embeddings, torch.tensor([0, 0]), torch.tensor([1, 2]), torch.tensor([1.0, 0.0]),
+        None, config,
+    )  # fmt: skip
+    assert loss.item() == pytest.approx(np.log1p(np.exp(-1.0)), rel=1e-5)  # both logits +-1
+
+
+def test_in_batch_negatives_add_the_other_questions_candidates_once():
+    from ctxsent.training.as2_finetune import (
+        bi_encoder_loss,
+        in_batch_negative_logits,
+        listwise_loss,
+    )
+
+    # texts: 0 q1, 1 q2, 2 "A" (q1's answer), 3 "B" (a wrong candidate of both), 4 "C" (q2's)
+    embeddings = _unit(0.0, 1.0, 0.3, 1.5, 1.2)
+    question_rows = torch.tensor([0, 0, 1, 1])
+    candidate_rows = torch.tensor([2, 3, 4, 3])
+    labels = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    groups = torch.tensor([9, 9, 4, 4])  # question numbers: q2 sorts first
+    extra = in_batch_negative_logits(embeddings, question_rows, candidate_rows, groups)
+    cos = (embeddings @ embeddings.T).detach()
+    inf = float("inf")
+    # columns: the distinct candidate texts 2, 3, 4; B is each question's own candidate
+    expected = torch.tensor([[cos[1, 2], -inf, -inf], [-inf, -inf, cos[0, 4]]])
+    assert torch.allclose(extra.detach(), expected)
+
+    config = As2TrainConfig(loss="listwise", temperature=0.2, in_batch_negatives=True)
+    loss = bi_encoder_loss(embeddings, question_rows, candidate_rows, labels, groups, config)
+    logits = (embeddings[question_rows] * embeddings[candidate_rows]).sum(-1) / 0.2
+
+    def question_loss(own: list[int], answer: int, other: float) -> float:
+        scores = torch.cat([logits[own], torch.tensor([other / 0.2])]).detach()
+        return (torch.logsumexp(scores, 0) - logits[answer]).item()
+
+    by_hand = (question_loss([0, 1], 0, cos[0, 4]) + question_loss([2, 3], 2, cos[1, 2])) / 2
+    assert loss.item() == pytest.approx(by_hand, rel=1e-5)
+    assert loss.item() > listwise_loss(logits, labels, groups).item()  # more negatives
+
+
+def test_bi_encoder_settings_are_checked_before_training(tiny_bert, tmp_path):
+    from ctxsent.errors import InputError
+    from ctxsent.models.bi_encoder import BiEncoderRanker
+    from ctxsent.training.as2_finetune import As2RankerSpec
+
+    with pytest.raises(InputError, match="embeds each candidate alone"):
+        As2RankerSpec(str(tiny_bert), contextual=True, arch="bi-encoder")
+    with pytest.raises(InputError, match="field 'layers'"):
+        As2RankerSpec(str(tiny_bert), layers=1, arch="bi-encoder")
+    with pytest.raises(InputError, match="--exits applies to --arch cascade"):
+        As2RankerSpec(str(tiny_bert), exits=(1,), arch="bi-encoder")
+    with pytest.raises(InputError, match="field 'arch': expected one of"):
+        As2RankerSpec(str(tiny_bert), arch="dual-encoder")
+    saved = BiEncoderRanker.from_backbone(str(tiny_bert)).save_pretrained(tmp_path / "saved")
+    assert As2RankerSpec(str(saved)).kind == "bi-encoder"
+    with pytest.raises(InputError, match="is a bi-encoder, not a cross-encoder"):
+        As2RankerSpec(str(saved), arch="cross-encoder")
+    with pytest.raises(InputError, match="field 'in_batch_negatives'"):
+        As2TrainConfig(in_batch_negatives=True)  # pointwise
+    with pytest.raises(InputError, match="field 'questions_per_batch'"):
+        As2TrainConfig(questions_per_batch=4)  # pointwise
+    with pytest.raises(InputError, match="field 'temperature'"):
+        As2TrainConfig(temperature=0.0)
+    config = As2TrainConfig(loss="listwise", in_batch_negatives=True)
+    with pytest.raises(InputError, match="need a bi-encoder.*cross-encoder"):
+        finetune_as2(As2RankerSpec(str(tiny_bert)), [], [], tmp_path / "run", config)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "loss", ["listwise", "listwise-in-batch", "pointwise"], ids=lambda loss: loss
+)
+def test_bi_encoder_finetune_learns_and_saves_the_best(tiny_bert, tmp_path, loss):
+    from ctxsent.evaluation.as2_metrics import as2_metrics
+    from ctxsent.models.bi_encoder import BiEncoderRanker
+    from ctxsent.training.as2_finetune import As2RankerSpec
+
+    train, dev = synthetic_as2(48, seed=1), synthetic_as2(16, seed=2)
+    spec = As2RankerSpec(init=str(tiny_bert), max_length=16, arch="bi-encoder")
+    listwise = loss != "pointwise"
+    config = As2TrainConfig(
+        learning_rate=3e-3, batch_size=16, epochs=1, eval_every=6, warmup_ratio=0.0, seed=0,
+        loss="listwise" if listwise else "pointwise", questions_per_batch=4 if listwise else None,
+        in_batch_negatives=loss == "listwise-in-batch",
+    )  # fmt: skip
+    best = finetune_as2(spec, train, dev, tmp_path / "run", config)
+    assert best["dev"]["map"] > 0.95  # chance is ~0.52
+    saved = ctxsent.load(tmp_path / "run" / "model")
+    assert isinstance(saved, BiEncoderRanker)
+    ids, labels = [r.question_id for r in dev], [r.label for r in dev]
+    assert as2_metrics(ids, labels, saved.predict(dev))["map"] == pytest.approx(
+        best["dev"]["map"], abs=1e-6
+    )

@@ -4,7 +4,9 @@
   holds every distinct candidate of the scored records, so IDF comes from the
   whole evaluation set rather than from one question's ~10 candidates.
 * ``bi-encoder``: cosine similarity of all-MiniLM-L6-v2 mean-pooled embeddings
-  of the question and the candidate (the context is not used).
+  of the question and the candidate (the context is not used):
+  :class:`~ctxsent.models.bi_encoder.BiEncoderRanker` built from a backbone, the same class
+  that fine-tuned bi-encoders are saved and loaded as.
 """
 
 from __future__ import annotations
@@ -13,8 +15,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from ctxsent.models.backbones import DEFAULT_BACKBONE
-from ctxsent.models.ranker_base import As2Ranker, cosine_scores
+from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.tasks.as2_records import As2Record
 
 
@@ -72,26 +73,12 @@ class BM25Ranker(As2Ranker):
         return scores
 
 
-class BiEncoderRanker(As2Ranker):
-    def __init__(self, backbone: str = DEFAULT_BACKBONE) -> None:
-        from ctxsent.models.bi_encoder import BiEncoder
+def __getattr__(name: str):
+    """``BiEncoderRanker`` (``bi-encoder[:BACKBONE]``) is the saved ``bi-encoder`` kind of
+    :mod:`ctxsent.models.bi_encoder`, imported from there when asked for here (so BM25 alone
+    does not load torch and transformers)."""
+    if name == "BiEncoderRanker":
+        from ctxsent.models.bi_encoder import BiEncoderRanker
 
-        self.encoder = BiEncoder.from_pretrained(backbone)
-
-    def encode(
-        self,
-        texts: Sequence[str],
-        batch_size: int = 64,
-        normalize: bool = True,
-        show_progress: bool = False,
-    ) -> np.ndarray:
-        """The bi-encoder's sentence embeddings (:meth:`BiEncoder.encode`)."""
-        return self.encoder.encode(list(texts), batch_size, normalize, show_progress)
-
-    def predict(
-        self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
-    ) -> np.ndarray:
-        return cosine_scores(
-            records,
-            lambda texts: self.encoder.encode(texts, batch_size, show_progress=show_progress),
-        )
+        return BiEncoderRanker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

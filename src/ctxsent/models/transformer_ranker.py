@@ -104,6 +104,15 @@ class TransformerRanker(As2Ranker, nn.Module):
         self.config.contextual = self.contextual = contextual
         return self
 
+    @property
+    def max_length(self) -> int:
+        """Tokens kept per input, all segments and special tokens included."""
+        return self.config.max_length
+
+    @max_length.setter
+    def max_length(self, value: int) -> None:
+        self.config.max_length = value
+
     #: Parameter-name prefix of the scoring head (HF sequence-classification head by default).
     head_prefix = "model.classifier."
 

@@ -1,4 +1,5 @@
-"""Fine-tuning AS2 cross-encoders with Lightning (SSP paper, appendix D).
+"""Fine-tuning AS2 rankers with Lightning (SSP paper, appendix D): cross-encoders,
+cascades and bi-encoders (:class:`As2RankerSpec` ``arch``).
 
 Pointwise binary cross-entropy on (question, candidate[, context]) records (or,
 as an option, :func:`listwise_loss` over batches of whole questions); AdamW
@@ -12,6 +13,13 @@ settings and says whether it finished (:mod:`ctxsent.training.runs`).
 
 TANDA (Garg et al. 2020; Cascade paper, section 5.2) is two calls: transfer on
 a large AS2 set, then adapt the saved model on the target set.
+
+A bi-encoder's logits are ``cos(q, a) / temperature`` (:func:`bi_encoder_loss`): pointwise,
+``sigmoid`` of that is p(correct); listwise is Cross-Thought's Eq. 10 with cosine
+similarities, optionally with the batch's other questions' candidates as extra negatives.
+:data:`BI_ENCODER_RECIPE` holds the settings of the Eq. 10 run behind the most accurate
+WikiQA ranker trained on a CPU here (BENCHMARKS.md); ``ctxsent finetune as2 --arch
+bi-encoder`` uses them as its defaults.
 
 A run is reproducible from ``seed`` (same weights for the same seed and thread
 count) when the ranker is given as an :class:`As2RankerSpec`: it is built after
@@ -36,6 +44,7 @@ from ctxsent.errors import InputError, check_choice, check_range
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.models.bi_encoder import NOT_CONTEXTUAL, BiEncoderRanker
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import lightning_precision
@@ -53,6 +62,7 @@ from ctxsent.training.sampling import (
 )
 from ctxsent.training.settings import (
     ACCELERATORS,
+    ARCHS,
     LOSSES,
     MIN_INPUT_LENGTH,
     PRECISIONS,
@@ -63,6 +73,8 @@ from ctxsent.training.settings import (
 RUN_STATE = ("checkpoints", "model", "best.json")
 #: Settings a resumed run may change: more epochs or steps go on from the checkpoint.
 RUN_LIMITS = ("train.epochs", "train.max_steps", "train.patience")
+#: The rankers :func:`finetune_as2` trains.
+TrainableRanker = TransformerRanker | BiEncoderRanker
 
 
 @dataclass
@@ -87,6 +99,17 @@ class As2TrainConfig:
     #: "pointwise" (binary cross-entropy per candidate, the papers' recipe) or "listwise"
     #: (:func:`listwise_loss`; batches of whole questions, about ``batch_size`` pairs each).
     loss: str = "pointwise"
+    #: Listwise: questions per batch (each with all its kept candidates); None: as many as
+    #: make about ``batch_size`` pairs.
+    questions_per_batch: int | None = None
+    #: Bi-encoders only: logits are ``cosine / temperature`` (a cosine lies in [-1, 1], too
+    #: flat for a softmax or a sigmoid). 0.05 is the Eq. 10 recipe's
+    #: (:data:`~ctxsent.models.cross_thought.COSINE_TEMPERATURE`) and SimCSE's; cross-encoder
+    #: logits are unbounded already and are used as they are.
+    temperature: float = 0.05
+    #: Listwise bi-encoders only: each question's softmax also covers the candidates of the
+    #: other questions in its batch (on its own process under DDP), as extra negatives.
+    in_batch_negatives: bool = False
     precision: str = "auto"
     accelerator: str = "auto"
     devices: int | str = "auto"
@@ -96,30 +119,66 @@ class As2TrainConfig:
     seed: int = 42
 
     def __post_init__(self) -> None:
-        check_range(self, "learning_rate head_lr_scale", 0, above=True)
+        check_range(self, "learning_rate head_lr_scale temperature", 0, above=True)
         check_range(self, "batch_size epochs max_steps eval_every patience eval_batch_size", 1)
-        check_range(self, "max_negatives_per_question num_nodes", 1)
+        check_range(self, "max_negatives_per_question num_nodes questions_per_batch", 1)
         check_range(self, "warmup_ratio", 0, 1)
         check_range(self, "weight_decay max_grad_norm seed", 0)
         check_choice(self, "loss", LOSSES)
         check_choice(self, "precision", PRECISIONS)
         check_choice(self, "accelerator", ACCELERATORS)
         check_choice(self, "strategy", STRATEGIES)
+        if self.questions_per_batch is not None and self.loss != "listwise":
+            raise InputError("applies to the listwise loss only", field="questions_per_batch")
+        if self.in_batch_negatives and self.loss != "listwise":
+            raise InputError(
+                "in-batch negatives extend the listwise loss: use loss 'listwise'",
+                field="in_batch_negatives",
+            )
+
+
+#: Cross-Thought's Eq. 10 fine-tune of MiniLM (``finetune_answer_selection``; BENCHMARKS.md,
+#: "The best CPU-trained model"), as :class:`As2TrainConfig` settings for a bi-encoder: 8
+#: questions per step, each with its positives and up to 15 negatives, a softmax over its
+#: candidates' ``cosine / 0.05``; AdamW lr 5e-5 without weight decay, 10% warm-up then linear
+#: decay, clipping 1.0; 300 steps (``epochs`` only bounds them), dev MAP every 100.
+#: Differences from that loop: the negatives are sampled once per run, not per step (WikiQA:
+#: only questions with over 15 negatives differ); a question with several positives
+#: maximises their summed probability rather than averaging ``-log p`` over them; the
+#: embedding is MiniLM's mean pooling, not the ``[CLS]`` state (a special token without
+#: ``[SEP]``); dev MAP is not measured at step 0; texts are cut at 256 tokens, not 565.
+BI_ENCODER_RECIPE: dict[str, object] = {
+    "loss": "listwise",
+    "learning_rate": 5e-5,
+    "questions_per_batch": 8,
+    "max_negatives_per_question": 15,
+    "max_steps": 300,
+    "epochs": 1000,
+    "eval_every": 100,
+    "warmup_ratio": 0.1,
+    "weight_decay": 0.0,
+    "max_grad_norm": 1.0,
+    "temperature": 0.05,
+}
+#: :class:`As2TrainConfig` settings each architecture's command-line defaults change.
+ARCH_DEFAULTS: dict[str, dict[str, object]] = {"bi-encoder": BI_ENCODER_RECIPE}
 
 
 @dataclass
 class As2RankerSpec:
     """The ranker :func:`finetune_as2` builds once the seed is set.
 
-    ``init`` is a backbone (HF folder or id) for a new ranker: a cross-encoder, or a
-    cascade (``cascade``, exit layers ``exits``), on the first ``layers`` encoder layers;
-    or a saved ctxsent ranker folder to continue training (TANDA's adapt step).
+    ``init`` is a backbone (HF folder or id) for a new ranker of architecture ``arch``
+    (default ``"cross-encoder"``): a cross-encoder or a cascade (exit layers ``exits``) on
+    the first ``layers`` encoder layers, or a bi-encoder (never contextual); or ``init`` is
+    a saved ctxsent ranker folder to continue training (TANDA's adapt step), whose kind
+    ``arch``, if given, must name.
     """
 
     init: str = DEFAULT_BACKBONE
     contextual: bool = False
     max_length: int = 256
-    cascade: bool = False
+    arch: str | None = None
     exits: Sequence[int] = ()
     layers: int | None = None
 
@@ -128,14 +187,24 @@ class As2RankerSpec:
 
         check_range(self, "max_length", MIN_INPUT_LENGTH)
         check_range(self, "layers", 1)
-        if not is_model_folder(self.init):
+        if self.arch is not None:
+            check_choice(self, "arch", ARCHS)
+        saved = is_model_folder(self.init)
+        if not saved:
             resolve_backbone(self.init)  # a backbone that cannot load fails before the data
-        if self.exits and not self.cascade:
-            raise InputError("--exits applies to --cascade models only", field="exits")
-        if is_model_folder(self.init) and (self.layers is not None or self.exits):
+        if self.exits and self.kind != CascadeRanker.kind:
+            raise InputError("--exits applies to --arch cascade models only", field="exits")
+        if saved and (self.layers is not None or self.exits):
             raise InputError(
                 "--layers and --exits shape a new model, not a saved one", path=self.init
             )
+        if saved and self.arch not in (None, self.kind):
+            raise InputError(f"the --init model is a {self.kind}, not a {self.arch}", field="arch")
+        if self.kind == BiEncoderRanker.kind:
+            if self.contextual:
+                raise InputError(NOT_CONTEXTUAL, field="contextual")
+            if self.layers is not None:
+                raise InputError("applies to cross-encoders and cascades", field="layers")
 
     @property
     def kind(self) -> str:
@@ -144,17 +213,19 @@ class As2RankerSpec:
 
         if is_model_folder(self.init):
             return read_manifest(self.init)["kind"]
-        return CascadeRanker.kind if self.cascade else CrossEncoderRanker.kind
+        return self.arch or CrossEncoderRanker.kind
 
-    def build(self) -> TransformerRanker:
+    def build(self) -> TrainableRanker:
         """The ranker; its new parameters are drawn from torch's global RNG."""
         from ctxsent.saving import is_model_folder, load
 
         if is_model_folder(self.init):
             ranker = load(self.init).with_context(self.contextual)
-            ranker.config.max_length = self.max_length
+            ranker.max_length = self.max_length
             return ranker
-        if self.cascade:
+        if self.kind == BiEncoderRanker.kind:
+            return BiEncoderRanker.from_backbone(self.init, self.max_length)
+        if self.kind == CascadeRanker.kind:
             return CascadeRanker.from_backbone(
                 self.init, self.contextual, self.max_length, self.exits, self.layers
             )
@@ -184,7 +255,12 @@ def sample_negatives(
     return kept
 
 
-def listwise_loss(logits: torch.Tensor, labels: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+def listwise_loss(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    groups: torch.Tensor,
+    extra_negatives: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Mean over questions of -log(softmax mass on the question's correct candidates).
 
     The softmax runs over each question's candidates in the batch (``groups`` holds
@@ -192,15 +268,76 @@ def listwise_loss(logits: torch.Tensor, labels: torch.Tensor, groups: torch.Tens
     with every correct candidate counted. Unlike pointwise cross-entropy it is not
     swamped by negatives when a question has hundreds of them (ASNQ, SQuAD-AS2).
     Every question must have a correct candidate in the batch.
+
+    ``extra_negatives`` ``(questions, K)``, one row per question in the order of
+    ``torch.unique(groups)``, adds logits of more wrong candidates to each question's
+    softmax (``-inf`` where a row has fewer): :func:`in_batch_negative_logits`.
     """
     losses = []
-    for group in torch.unique(groups):
+    for index, group in enumerate(torch.unique(groups)):
         rows = groups == group
         positives = rows & (labels > 0)
         if not positives.any():
             raise ValueError(f"question {int(group)} has no correct candidate in the batch")
-        losses.append(torch.logsumexp(logits[rows], 0) - torch.logsumexp(logits[positives], 0))
+        candidates = logits[rows]
+        if extra_negatives is not None:
+            candidates = torch.cat([candidates, extra_negatives[index].to(candidates.dtype)])
+        losses.append(torch.logsumexp(candidates, 0) - torch.logsumexp(logits[positives], 0))
     return torch.stack(losses).mean()
+
+
+def in_batch_negative_logits(
+    embeddings: torch.Tensor,
+    question_rows: torch.Tensor,
+    candidate_rows: torch.Tensor,
+    groups: torch.Tensor,
+) -> torch.Tensor:
+    """Cosines of each question with the other questions' candidates in its batch.
+
+    ``embeddings`` ``(texts, dim)`` are the batch's L2-normalised distinct texts; record
+    ``i`` asks text ``question_rows[i]`` about text ``candidate_rows[i]`` for question
+    ``groups[i]``. Returns ``(questions, candidate texts)`` in the order of
+    ``torch.unique(groups)``: the cosine of the question with every distinct candidate
+    text of the batch, ``-inf`` where that text is among the question's own candidates
+    (those count once, with their own label). The ``extra_negatives`` of
+    :func:`listwise_loss`, once divided by the temperature. Another question's candidate
+    can be a correct answer to this one too (two questions about one fact); such false
+    negatives are the known price of in-batch negatives.
+    """
+    questions, inverse = torch.unique(groups, return_inverse=True)
+    positions = torch.arange(len(groups), device=groups.device)
+    first = torch.full_like(questions, len(groups)).scatter_reduce(0, inverse, positions, "amin")
+    candidates = torch.unique(candidate_rows)
+    cosine = embeddings[question_rows[first]] @ embeddings[candidates].T
+    own = torch.zeros(cosine.shape, dtype=torch.bool, device=cosine.device)
+    own[inverse, torch.searchsorted(candidates, candidate_rows)] = True
+    return cosine.masked_fill(own, -math.inf)
+
+
+def bi_encoder_loss(
+    embeddings: torch.Tensor,
+    question_rows: torch.Tensor,
+    candidate_rows: torch.Tensor,
+    labels: torch.Tensor,
+    groups: torch.Tensor | None,
+    config: As2TrainConfig,
+) -> torch.Tensor:
+    """A bi-encoder's loss on a batch (see :func:`in_batch_negative_logits` for the inputs).
+
+    The logit of record ``i`` is ``cos(q_i, a_i) / config.temperature``. Pointwise: binary
+    cross-entropy of the logits. Listwise: :func:`listwise_loss` over each question's
+    candidates (Eq. 10 with cosine similarities), with :func:`in_batch_negative_logits`
+    as extra negatives when ``config.in_batch_negatives``.
+    """
+    q, a = embeddings[question_rows], embeddings[candidate_rows]
+    logits = (q * a).sum(dim=-1) / config.temperature
+    if config.loss == "pointwise":
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+    extra = None
+    if config.in_batch_negatives:
+        cosine = in_batch_negative_logits(embeddings, question_rows, candidate_rows, groups)
+        extra = cosine / config.temperature
+    return listwise_loss(logits, labels, groups, extra)
 
 
 class As2FineTuneModule(L.LightningModule):
@@ -208,7 +345,7 @@ class As2FineTuneModule(L.LightningModule):
 
     def __init__(
         self,
-        ranker: TransformerRanker,
+        ranker: TrainableRanker,
         config: As2TrainConfig,
         dev_records: Sequence[As2Record],
         out_dir: Path,
@@ -234,12 +371,17 @@ class As2FineTuneModule(L.LightningModule):
 
     def training_step(self, batch, batch_idx):
         features, labels, indices = batch
-        logits = self.ranker(features)
+        questions = None
         if self.config.loss == "listwise":
-            questions = self.train_questions[indices.cpu()].to(logits.device)
-            loss = listwise_loss(logits, labels, questions)
+            questions = self.train_questions[indices.cpu()].to(labels.device)
+        if isinstance(self.ranker, BiEncoderRanker):
+            embeddings = self.ranker.embed_features(features)
+            rows = features["question_rows"], features["candidate_rows"]
+            loss = bi_encoder_loss(embeddings, *rows, labels, questions, self.config)
+        elif questions is not None:
+            loss = listwise_loss(self.ranker(features), labels, questions)
         else:
-            loss = self.loss_fn(logits, labels)
+            loss = self.loss_fn(self.ranker(features), labels)
         self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
         return loss
 
@@ -295,7 +437,7 @@ class As2FineTuneModule(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 
-def _loader(ranker: TransformerRanker, records: Sequence[As2Record], batch_sampler) -> DataLoader:
+def _loader(ranker: TrainableRanker, records: Sequence[As2Record], batch_sampler) -> DataLoader:
     def collate(indices: list[int]):
         batch = [records[i] for i in indices]
         labels = torch.tensor([float(r.label) for r in batch])
@@ -335,7 +477,9 @@ def _train_batches(
     answered = [rows for rows in groups.values() if any(train[i].label for i in rows)]
     if not answered:
         raise InputError("listwise training needs a question with a correct candidate")
-    per_batch = max(1, round(config.batch_size * len(answered) / sum(map(len, answered))))
+    per_batch = config.questions_per_batch or max(
+        1, round(config.batch_size * len(answered) / sum(map(len, answered)))
+    )
     return QuestionBatches(answered, per_batch, config.seed), questions
 
 
@@ -343,7 +487,7 @@ def _train_batches(
 _DDP_STRATEGIES = ("ddp", "ddp_spawn", "ddp_fork", "ddp_notebook")
 
 
-def _strategy(config: As2TrainConfig, ranker: TransformerRanker) -> str:
+def _strategy(config: As2TrainConfig, ranker: TrainableRanker) -> str:
     """``config.strategy``, with DDP told to expect parameters without gradient where a
     training step of ``ranker`` may leave some unused.
 
@@ -377,7 +521,7 @@ def _strategy(config: As2TrainConfig, ranker: TransformerRanker) -> str:
 
 
 def finetune_as2(
-    ranker: TransformerRanker | As2RankerSpec,
+    ranker: TrainableRanker | As2RankerSpec,
     train: Sequence[As2Record],
     dev: Sequence[As2Record],
     out_dir: str | Path,
@@ -399,6 +543,12 @@ def finetune_as2(
     config = config or As2TrainConfig()
     out_dir = Path(out_dir)
     check_output(out_dir / "model", ranker.kind, overwrite)
+    if config.in_batch_negatives and ranker.kind != BiEncoderRanker.kind:
+        raise InputError(
+            f"in-batch negatives need a bi-encoder, which scores any question against any "
+            f"candidate; this is a {ranker.kind}",
+            field="in_batch_negatives",
+        )
     if rank_zero_only.rank == 0:
         settings = _run_settings(ranker, train, dev, config)
         start_run(out_dir, settings, state=RUN_STATE, may_change=RUN_LIMITS, overwrite=overwrite)
@@ -461,7 +611,7 @@ def _data_size(records: Sequence[As2Record]) -> str:
 
 
 def _run_settings(
-    ranker: TransformerRanker | As2RankerSpec,
+    ranker: TrainableRanker | As2RankerSpec,
     train: Sequence[As2Record],
     dev: Sequence[As2Record],
     config: As2TrainConfig,

@@ -16,11 +16,14 @@ Accelerator = Literal["auto", "cpu", "gpu", "cuda"]
 Strategy = Literal["auto", "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "fsdp"]
 #: AS2 fine-tuning losses (:class:`~ctxsent.training.as2_finetune.As2TrainConfig`).
 Loss = Literal["pointwise", "listwise"]
+#: AS2 ranker architectures (:class:`~ctxsent.training.as2_finetune.As2RankerSpec`).
+Arch = Literal["cross-encoder", "cascade", "bi-encoder"]
 
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 ACCELERATORS: tuple[str, ...] = get_args(Accelerator)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 LOSSES: tuple[str, ...] = get_args(Loss)
+ARCHS: tuple[str, ...] = get_args(Arch)
 
 #: Shortest input of a cross-encoder: ``[CLS]``, three ``[SEP]`` and a few tokens of each
 #: segment (:func:`~ctxsent.models.segments.encode_segments`).
