@@ -8,6 +8,7 @@ import time
 import pytest
 
 from ctxsent.serving.batching import Grouping, MicroBatcher
+from polling import until
 
 
 class Recorder:
@@ -41,15 +42,6 @@ class Gate:
         self.started.set()
         self.release.wait(timeout=120)  # only ends a hang
         return [2 * x for x in items]
-
-
-async def until(condition) -> None:
-    """Wait for ``condition()``: polls the event loop; the bound only ends a hang."""
-    for _ in range(12_000):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not met in 120 s")
 
 
 def run_concurrently(batcher: MicroBatcher, requests: list[tuple[object, list]]) -> list:

@@ -17,6 +17,7 @@ import uvicorn
 from ctxsent.serving.app import create_app
 from ctxsent.serving.limits import ServeLimits
 from ctxsent.serving.server import uvicorn_options
+from polling import until
 
 QUERY = {"question": "who lit the lamp?", "candidates": ["the keeper", "a ship"]}
 
@@ -37,15 +38,6 @@ class GatedRanker:
             self.started.set()
             self.release.wait(timeout=120)  # only ends a hang
         return np.array([len(t) for t in texts], dtype=float)
-
-
-async def until(condition) -> None:
-    """Wait for ``condition()``: polls the event loop; the bound only ends a hang."""
-    for _ in range(12_000):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not met in 120 s")
 
 
 def http_client(app) -> httpx.AsyncClient:
