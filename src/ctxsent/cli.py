@@ -466,8 +466,8 @@ def eval_as2(
     """Score an AS2 split and print MAP, MRR, P@1, nDCG@10, Hits@k as one JSON object."""
     from ctxsent.evaluation.as2_metrics import per_question_as2_metrics
     from ctxsent.evaluation.significance import paired_bootstrap
-    from ctxsent.resolver import load_ranker
     from ctxsent.protocols import StagedRanker
+    from ctxsent.resolver import load_ranker
 
     records = evaluation_records(data, split, clean_questions, columns)
     ids, labels = [r.question_id for r in records], [r.label for r in records]
