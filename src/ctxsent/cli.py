@@ -110,6 +110,7 @@ def _options(
 ) -> None:
     """Options of ``ctxsent`` itself (before the command)."""
 
+
 EXAMPLES = Path(__file__).parent / "examples"
 ModelOption = Annotated[
     str,
