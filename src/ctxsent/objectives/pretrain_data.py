@@ -359,7 +359,9 @@ def _worker_object(path: str):
         else:
             from transformers import AutoTokenizer
 
-            _WORKER[path] = AutoTokenizer.from_pretrained(path)
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            tokenizer.model_max_length = 2**62  # documents are cut after tokenising: no warning
+            _WORKER[path] = tokenizer
     return _WORKER[path]
 
 
