@@ -13,6 +13,7 @@ import dataclasses
 import json
 import types
 import typing
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -252,14 +253,51 @@ def check_tensors(path: str | Path, missing=(), unexpected=()) -> None:
             raise ModelFolderError(f"{len(names)} {kind} weight tensors: {shown}", path=path)
 
 
+RUN_FILE = "run.json"
+"""A training run's record in its folder ``OUT``; the run's model is ``OUT/model``
+(written by :mod:`ctxsent.training.runs`)."""
+
+
+class UnfinishedRunWarning(UserWarning):
+    """A model loaded from a run folder whose run has not finished (killed, or running)."""
+
+
+def unfinished_run(model_folder: str | Path) -> Path | None:
+    """The run file next to ``model_folder`` if its run has not finished, else None."""
+    run_file = Path(model_folder).parent / RUN_FILE
+    stored = read_run(run_file.parent)
+    return run_file if stored is not None and stored.get("status") != "finished" else None
+
+
+def warn_if_unfinished(model_folder: str | Path) -> None:
+    """Warn (:class:`UnfinishedRunWarning`) when ``model_folder`` is an unfinished run's."""
+    run_file = unfinished_run(model_folder)
+    if run_file is not None:
+        warnings.warn(
+            f"{model_folder} comes from a run that has not finished (killed, or still "
+            f"running; see {run_file}): it is the best model so far, not the run's result",
+            UnfinishedRunWarning,
+            stacklevel=3,
+        )
+
+
+def read_run(out: Path) -> dict | None:
+    """The run file of run folder ``out`` (``{"status": ..., "settings": ...}``), or None."""
+    try:
+        stored = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"unreadable run file ({err})", path=out / RUN_FILE) from None
+    return stored if isinstance(stored, dict) else None
+
+
 def load(path: str | Path):
     """Load any saved ctxsent model; the manifest's ``kind`` picks the class.
 
     Warns when the folder is the model of a training run that has not finished
-    (:func:`ctxsent.training.runs.warn_if_unfinished`).
+    (:func:`warn_if_unfinished`).
     """
-    from ctxsent.training.runs import warn_if_unfinished
-
     manifest = read_manifest(path)
     warn_if_unfinished(path)
     _import_model_modules()

@@ -16,8 +16,7 @@ from safetensors.torch import load_file
 from training_run import run
 
 import ctxsent
-from ctxsent.saving import is_model_folder
-from ctxsent.training.runs import UnfinishedRunWarning
+from ctxsent.saving import UnfinishedRunWarning, is_model_folder
 
 CHILD = Path(__file__).with_name("training_run.py")
 

@@ -12,14 +12,10 @@ from training_run import CONFIG
 
 import ctxsent
 from ctxsent.errors import InputError
+from ctxsent.saving import UnfinishedRunWarning, unfinished_run
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from ctxsent.training.as2_finetune import As2RankerSpec, As2TrainConfig, finetune_as2
-from ctxsent.training.runs import (
-    UnfinishedRunWarning,
-    finish_run,
-    start_run,
-    unfinished_run,
-)
+from ctxsent.training.runs import finish_run, start_run
 from synthetic import synthetic_as2
 
 SHORT = {**CONFIG, "max_steps": 2, "eval_every": 2}

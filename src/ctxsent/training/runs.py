@@ -4,7 +4,7 @@
 ``"status": "running"``, and rewritten as the run's last act with ``"status": "finished"``.
 A run killed part-way therefore still says ``running``: its ``OUT/model`` is the best model
 so far, not the run's result, and :func:`ctxsent.saving.load` warns when it loads one
-(:func:`unfinished_run`).
+(:func:`ctxsent.saving.unfinished_run`).
 
 A rerun with the same ``OUT`` resumes from its checkpoint only when its settings equal the
 stored ones, apart from ``may_change`` (limits: how long the run goes); otherwise it is
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import astuple
 from pathlib import Path
@@ -26,13 +25,7 @@ from typing import Any
 
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_write, remove_path
-from ctxsent.saving import write_model_card
-
-RUN_FILE = "run.json"
-
-
-class UnfinishedRunWarning(UserWarning):
-    """A model loaded from a run folder whose run has not finished (killed, or running)."""
+from ctxsent.saving import RUN_FILE, read_run, write_model_card
 
 
 def start_run(
@@ -55,7 +48,7 @@ def start_run(
     for stale in out.glob(".*.tmp"):
         remove_path(stale)
     settings = json.loads(json.dumps(settings, default=str))
-    stored = _read_run(out)
+    stored = read_run(out)
     state = [out / name for name in state]
     if overwrite:
         for path in state:
@@ -84,27 +77,8 @@ def finish_run(out: Path, report: dict, model: str = "model") -> None:
     (:func:`~ctxsent.saving.write_model_card`).
     """
     write_model_card(out / model, report)
-    stored = _read_run(out) or {}
+    stored = read_run(out) or {}
     _write_run(out, "finished", stored.get("settings", {}))
-
-
-def unfinished_run(model_folder: str | Path) -> Path | None:
-    """The run file next to ``model_folder`` if its run has not finished, else None."""
-    run_file = Path(model_folder).parent / RUN_FILE
-    stored = _read_run(run_file.parent)
-    return run_file if stored is not None and stored.get("status") != "finished" else None
-
-
-def warn_if_unfinished(model_folder: str | Path) -> None:
-    """Warn (:class:`UnfinishedRunWarning`) when ``model_folder`` is an unfinished run's."""
-    run_file = unfinished_run(model_folder)
-    if run_file is not None:
-        warnings.warn(
-            f"{model_folder} comes from a run that has not finished (killed, or still "
-            f"running; see {run_file}): it is the best model so far, not the run's result",
-            UnfinishedRunWarning,
-            stacklevel=3,
-        )
 
 
 def records_digest(records: Iterable[Any]) -> str:
@@ -113,16 +87,6 @@ def records_digest(records: Iterable[Any]) -> str:
     for record in records:
         digest.update(repr(astuple(record)).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()[:16]
-
-
-def _read_run(out: Path) -> dict | None:
-    try:
-        stored = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"unreadable run file ({err})", path=out / RUN_FILE) from None
-    return stored if isinstance(stored, dict) else None
 
 
 def _write_run(out: Path, status: str, settings: dict) -> None:
