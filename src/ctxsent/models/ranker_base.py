@@ -73,10 +73,13 @@ class As2Ranker(ABC):
         return self.rank(question, *document_candidates(document), top_k)
 
 
-def records_from_pairs(items: Sequence[As2Record | tuple[str, str]]) -> list[As2Record]:
+def records_from_pairs(items: Sequence[As2Record | tuple[str, str]]) -> Sequence[As2Record]:
     """``items`` as records: ``(question, candidate)`` pairs become unlabelled records whose
     question id is the question's text (so a cascade prunes each question's candidates
-    together); records pass through."""
+    together). A sequence of records is returned as it is, not copied, so that rankers
+    calling each other's ``predict`` (cascades, pipelines) pay one type scan, no more."""
+    if all(isinstance(item, As2Record) for item in items):
+        return items
     records = []
     for index, item in enumerate(items):
         if isinstance(item, As2Record):
