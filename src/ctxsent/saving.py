@@ -317,5 +317,6 @@ def _import_model_modules() -> None:
     import ctxsent.models.cascade  # noqa: F401
     import ctxsent.models.cross_encoder  # noqa: F401
     import ctxsent.models.cross_thought  # noqa: F401
+    import ctxsent.models.pipeline  # noqa: F401
     import ctxsent.models.sequential  # noqa: F401
     from ctxsent.models import mean_max_aae, rnn_cnn  # noqa: F401

@@ -1,0 +1,361 @@
+"""Retrieve then rerank, saved as one model folder (model kind ``pipeline``).
+
+A cheap first stage scores every candidate of a question; the ``top_k`` best go on to a
+reranker (a cross-encoder, a cascade, any :class:`~ctxsent.protocols.Ranker`), which
+scores only those. Decisions taken here:
+
+* **First stage**: one ranker, or a *hybrid* of several fused per question by reciprocal
+  rank fusion (Cormack, Clarke & Buettcher, SIGIR 2009): ``sum_r 1 / (rrf_k + rank_r)``
+  with ``rank_r`` the 1-based rank of the candidate among its question's candidates under
+  first stage ``r`` and ``rrf_k`` = 60, the paper's constant. Candidates tied in one
+  first stage share their average rank, so a tie never favours either of them.
+* **Top K**: per question (``question_id``; a ``(question, candidate)`` pair's id is its
+  text), the ``top_k`` candidates with the highest first-stage score are kept; candidates
+  tied at the K-th score are kept in input order, so the reranker never sees more than
+  ``top_k`` per question.
+* **Scores**: a kept candidate gets the reranker's score unchanged. A candidate left out
+  gets ``m - 1 - d / D``, with ``m`` the lowest reranker score among its question's kept
+  candidates, ``d`` the dense rank (0 = best) of its first-stage score among the
+  question's left-out candidates and ``D`` their number of distinct first-stage scores:
+  below every kept candidate, ordered by the first stage, first-stage ties still tied. So
+  ``predict`` gives one score per record and metrics over all candidates are well defined.
+* **Staged rerankers**: ``predict``'s other keyword arguments go to the reranker; with a
+  cascade or Sequential Ranker as reranker the pipeline is a
+  :class:`~ctxsent.protocols.StagedRanker` itself (:class:`StagedPipelineRanker`):
+  ``alphas``, ``num_stages`` and ``last_cost`` are the reranker's (its cost counts only the
+  candidates the first stage kept), so ``--alpha`` and the service's ``alpha`` apply.
+* A first stage sees every record of a ``predict`` call: BM25 takes its IDF from all of
+  their candidates (:mod:`~ctxsent.models.baseline_rankers`).
+
+The folder holds ``retriever-0``, ``retriever-1``, ... and ``reranker``, each a saved model
+folder, except a BM25 stage, which is only named (``"bm25"``) in the manifest and rebuilt
+with its default settings. :func:`build_pipeline` makes one from model specs
+(``ctxsent pipeline build``); ``ctxsent.load(FOLDER)`` returns it, so ``rank``,
+``eval as2`` and ``serve`` take it like any model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ctxsent.errors import InputError, ModelFolderError, check_range
+from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.models.staged import question_index
+from ctxsent.protocols import Ranker, StagedRanker
+from ctxsent.saving import config_from, model_folder, read_manifest, register_model
+from ctxsent.tasks.as2_records import As2Record
+
+#: A first stage only named in the manifest, rebuilt with its default settings.
+BM25 = "bm25"
+#: Model kinds :func:`build_pipeline` accepts as a first stage: each scores a candidate
+#: without reading it together with the question (BM25 terms, bi-encoder embeddings).
+RETRIEVER_KINDS = (BM25, "bi-encoder")
+#: ``build_pipeline``'s name for the hybrid of BM25 and the zero-shot bi-encoder.
+HYBRID = "hybrid"
+#: Reciprocal rank fusion's constant (Cormack et al., 2009).
+RRF_K = 60
+
+
+@dataclass
+class PipelineConfig:
+    """A saved pipeline: candidates kept per question, the fusion constant and each stage's
+    kind (``"bm25"``, or the kind of the model folder ``retriever-I`` / ``reranker``)."""
+
+    top_k: int
+    retrievers: list[str]
+    reranker: str
+    rrf_k: int = RRF_K
+
+    def __post_init__(self) -> None:
+        check_range(self, "top_k", 1)
+        check_range(self, "rrf_k", 0)
+        if not self.retrievers:
+            raise InputError("a pipeline needs at least one first stage", field="retrievers")
+
+
+@register_model("pipeline")
+class PipelineRanker(As2Ranker):
+    """A retrieve-then-rerank pipeline: a first stage keeps the top K, a reranker rescores them."""
+
+    kind: str
+
+    def __new__(cls, retrievers, reranker, *args, **kwargs):
+        """A :class:`StagedPipelineRanker` when ``reranker`` prunes in stages."""
+        if cls is PipelineRanker and isinstance(reranker, StagedRanker):
+            cls = StagedPipelineRanker
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        retrievers: Ranker | Sequence[Ranker],
+        reranker: Ranker,
+        top_k: int,
+        rrf_k: int = RRF_K,
+    ) -> None:
+        """``retrievers``: the first stage, or several fused by reciprocal rank fusion."""
+        self.retrievers = [retrievers] if isinstance(retrievers, Ranker) else list(retrievers)
+        self.reranker = reranker
+        for index, stage in enumerate([*self.retrievers, reranker]):
+            if not isinstance(stage, Ranker):
+                name = "reranker" if stage is reranker else f"retrievers[{index}]"
+                raise InputError(f"a {type(stage).__name__} cannot rank answers", field=name)
+        self.config = PipelineConfig(
+            top_k, [stage_kind(r) for r in self.retrievers], stage_kind(reranker), rrf_k
+        )
+        self.contextual = reranker.contextual
+
+    @property
+    def top_k(self) -> int:
+        return self.config.top_k
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> PipelineRanker:
+        """Load a saved ``pipeline`` folder and its stages (each checked against its kind)."""
+        path = Path(path)
+        manifest = read_manifest(path)
+        if manifest["kind"] != "pipeline":
+            raise ModelFolderError(f"holds a {manifest['kind']!r}, not a pipeline", path=path)
+        config = config_from(PipelineConfig, manifest, path)
+        retrievers = [
+            _load_stage(path / f"retriever-{index}", kind)
+            for index, kind in enumerate(config.retrievers)
+        ]
+        reranker = _load_stage(path / "reranker", config.reranker)
+        return cls(retrievers, reranker, config.top_k, config.rrf_k)
+
+    def save_pretrained(self, path: str | Path, overwrite: bool = False) -> Path:
+        """Write every stage (BM25 by name only) and the manifest atomically to ``path``.
+
+        Refused (:class:`InputError`, nothing written): a stage that is not a saveable
+        ctxsent model, and a pipeline with no weights one folder down (BM25 with a BM25 or
+        composite reranker), which :func:`ctxsent.load` would not take for a model folder.
+        """
+        stages = {f"retriever-{i}": stage for i, stage in enumerate(self.retrievers)}
+        stages["reranker"] = self.reranker
+        for name, stage in stages.items():
+            if not _saved_by_name(stage) and not callable(getattr(stage, "save_pretrained", None)):
+                raise InputError(f"a {type(stage).__name__} cannot be saved", field=name)
+        with model_folder(path, self.kind, asdict(self.config), overwrite) as staged:
+            for name, stage in stages.items():
+                if not _saved_by_name(stage):
+                    stage.save_pretrained(staged / name)
+            if not any(staged.glob("*/*.safetensors")):
+                raise InputError(
+                    "no stage keeps weights at the top of its folder, as ctxsent.load needs "
+                    "(BM25 with a BM25, sequential or pipeline reranker); add a model stage",
+                    field="reranker",
+                )
+        return Path(path)
+
+    def predict(
+        self,
+        records: Sequence[As2Record],
+        batch_size: int = 64,
+        show_progress: bool = False,
+        **options: Any,
+    ) -> np.ndarray:
+        """One score per record (module docstring: kept candidates the reranker's score,
+        the others below them); ``options`` (a cascade's ``alpha``) go to the reranker."""
+        records = list(records)
+        if not records:
+            return np.empty(0, dtype=np.float64)
+        groups = question_groups(question_index([r.question_id for r in records]))
+        first = self.first_stage_scores(records, groups, batch_size)
+        kept = top_k_rows(first, groups, self.top_k)
+        reranked = self.reranker.predict(
+            [records[i] for i in kept],
+            batch_size=batch_size,
+            show_progress=show_progress,
+            **options,
+        )
+        return below_kept(first, kept, np.asarray(reranked, dtype=np.float64), groups)
+
+    def first_stage_scores(
+        self, records: list[As2Record], groups: list[np.ndarray], batch_size: int = 64
+    ) -> np.ndarray:
+        """The first stage's score of each record: its one ranker's, or the RRF of several."""
+        scores = [
+            np.asarray(r.predict(records, batch_size=batch_size), dtype=np.float64)
+            for r in self.retrievers
+        ]
+        return (
+            scores[0]
+            if len(scores) == 1
+            else reciprocal_rank_fusion(scores, groups, self.config.rrf_k)
+        )
+
+
+class StagedPipelineRanker(PipelineRanker):
+    """A pipeline whose reranker prunes in stages: its drop rates and cost are the reranker's."""
+
+    @property
+    def alphas(self) -> list[float]:
+        return self.reranker.alphas
+
+    @alphas.setter
+    def alphas(self, rates: Sequence[float]) -> None:
+        self.reranker.alphas = rates
+
+    @property
+    def num_stages(self) -> int:
+        return self.reranker.num_stages
+
+    @property
+    def last_cost(self):
+        """The reranker's :class:`~ctxsent.models.staged.CascadeCost` over the kept candidates."""
+        return self.reranker.last_cost
+
+
+def question_groups(question_of: np.ndarray) -> list[np.ndarray]:
+    """The rows of each question (``question_of``: :func:`~ctxsent.models.staged.question_index`),
+    each in input order."""
+    order = np.argsort(question_of, kind="stable")
+    return np.split(order, np.cumsum(np.bincount(question_of))[:-1])
+
+
+def reciprocal_rank_fusion(
+    scores: Sequence[np.ndarray], groups: Sequence[np.ndarray], k: int = RRF_K
+) -> np.ndarray:
+    """Per question, ``sum_r 1 / (k + rank_r)``: ``rank_r`` is the 1-based rank under
+    ``scores[r]`` (highest first), tied candidates sharing their average rank."""
+    fused = np.zeros(len(scores[0]), dtype=np.float64)
+    for rows in groups:
+        for column in scores:
+            fused[rows] += 1.0 / (k + average_ranks(column[rows]))
+    return fused
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of ``values``, highest first; equal values share their average rank."""
+    _, where, counts = np.unique(-values, return_inverse=True, return_counts=True)
+    last = np.cumsum(counts)
+    return ((last - counts + 1 + last) / 2)[where]
+
+
+def top_k_rows(first: np.ndarray, groups: Sequence[np.ndarray], top_k: int) -> np.ndarray:
+    """The rows kept for the reranker, in input order: per question the ``top_k`` highest
+    ``first`` scores, ties at the boundary in input order."""
+    kept = [rows[np.argsort(-first[rows], kind="stable")[:top_k]] for rows in groups]
+    return np.sort(np.concatenate(kept))
+
+
+def below_kept(
+    first: np.ndarray, kept: np.ndarray, reranked: np.ndarray, groups: Sequence[np.ndarray]
+) -> np.ndarray:
+    """Every record's score: ``reranked`` for the ``kept`` rows, ``m - 1 - d / D`` for the
+    others (module docstring)."""
+    scores = np.empty(len(first), dtype=np.float64)
+    scores[kept] = reranked
+    is_kept = np.zeros(len(first), dtype=bool)
+    is_kept[kept] = True
+    for rows in groups:
+        dropped = rows[~is_kept[rows]]
+        if dropped.size:
+            lowest = scores[rows[is_kept[rows]]].min()
+            distinct = np.unique(-first[dropped])  # ascending: the best first-stage score first
+            rank = np.searchsorted(distinct, -first[dropped])
+            scores[dropped] = lowest - 1.0 - rank / len(distinct)
+    return scores
+
+
+def stage_kind(stage: Any) -> str:
+    """A stage's kind in the manifest: ``"bm25"`` or its saved model kind (else its class)."""
+    return BM25 if _saved_by_name(stage) else getattr(stage, "kind", type(stage).__name__)
+
+
+def _saved_by_name(stage: Any) -> bool:
+    """Whether ``stage`` is the BM25 that ``"bm25"`` names (default settings)."""
+    from ctxsent.models.baseline_rankers import BM25Ranker
+
+    default = BM25Ranker()
+    return type(stage) is BM25Ranker and (stage.k1, stage.b) == (default.k1, default.b)
+
+
+def _load_stage(folder: Path, kind: str) -> Any:
+    """The stage the manifest names ``kind``: BM25, or the model saved in ``folder``."""
+    from ctxsent.models.baseline_rankers import BM25Ranker
+    from ctxsent.saving import load
+
+    if kind == BM25:
+        return BM25Ranker()
+    stage = load(folder)
+    if getattr(stage, "kind", None) != kind or not isinstance(stage, Ranker):
+        found = getattr(stage, "kind", type(stage).__name__)
+        raise ModelFolderError(
+            f"holds a {found!r}; the pipeline's manifest says {kind!r}", path=folder
+        )
+    return stage
+
+
+def build_pipeline(
+    retriever: str,
+    reranker: str,
+    top_k: int,
+    out: str | Path,
+    fusion: str = "rrf",
+    overwrite: bool = False,
+) -> Path:
+    """Build a pipeline from model specs (:func:`ctxsent.load`) and save it to ``out``.
+
+    * ``retriever``: ``bm25``, ``bi-encoder[:BACKBONE]`` or a saved bi-encoder folder; or a
+      hybrid, several of these joined by ``+`` (``bm25+runs/bi/model``), ``hybrid`` being
+      ``bm25+bi-encoder``. A spec that is an existing path is never split at ``+``.
+    * ``reranker``: any ranker that can be saved: a ctxsent model folder (cross-encoder,
+      cascade, bi-encoder, ...), ``bi-encoder[:BACKBONE]`` or ``bm25``.
+    * ``fusion``: how a hybrid's first stages are fused: ``rrf`` (reciprocal rank fusion,
+      k = 60) or ``rrf:K``.
+
+    Settings, the retriever's form and ``out`` are checked before anything loads; each
+    stage's kind before anything is written. Every stage is copied into ``out`` (written
+    atomically: :func:`~ctxsent.io.atomic_path`), so the folder stands alone.
+    """
+    from ctxsent.io import check_output
+    from ctxsent.resolver import load, load_ranker
+
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+        raise InputError(f"must be an integer >= 1, got {top_k!r}", field="top_k")
+    specs = retriever_specs(retriever)
+    rrf_k = parse_fusion(fusion)
+    if len(specs) == 1 and fusion != "rrf":
+        raise InputError("fusion applies to a hybrid first stage (A+B) only", field="fusion")
+    check_output(out, "pipeline", overwrite)
+    retrievers = []
+    for spec in specs:
+        stage = load(spec)
+        if stage_kind(stage) not in RETRIEVER_KINDS:
+            raise InputError(
+                f"a {type(stage).__name__} cannot be a first stage (one of: bm25, "
+                "bi-encoder[:BACKBONE], a saved bi-encoder folder)",
+                path=spec,
+            )
+        retrievers.append(stage)
+    pipeline = PipelineRanker(retrievers, load_ranker(reranker), top_k, rrf_k)
+    return pipeline.save_pretrained(out, overwrite)
+
+
+def retriever_specs(retriever: str) -> list[str]:
+    """The first-stage specs of ``build_pipeline``'s ``retriever`` (see there)."""
+    retriever = str(retriever)
+    if retriever == HYBRID:
+        return [BM25, "bi-encoder"]
+    if Path(retriever).exists() or "+" not in retriever:
+        return [retriever]
+    specs = retriever.split("+")
+    if not all(specs):
+        raise InputError(f"an empty first stage in {retriever!r}", field="retriever")
+    return specs
+
+
+def parse_fusion(fusion: str) -> int:
+    """The reciprocal-rank-fusion constant of ``rrf`` (60) or ``rrf:K`` (an integer >= 0)."""
+    name, _, constant = str(fusion).partition(":")
+    if name == "rrf" and not constant:
+        return RRF_K
+    if name == "rrf" and constant.isdigit():
+        return int(constant)
+    raise InputError(f"expected rrf or rrf:K (an integer >= 0), got {fusion!r}", field="fusion")
