@@ -1,4 +1,9 @@
-"""The command line: JSON output, one-line errors, exit codes."""
+"""The command line: JSON output, one-line errors, exit codes.
+
+Commands run in this process (typer's ``CliRunner``: stdout, stderr and the exit code as
+a shell sees them); only the test of what the shell hands over (argv bytes) starts
+``python -m ctxsent.cli``, whose interpreter start costs seconds.
+"""
 
 import json
 import subprocess
@@ -6,16 +11,17 @@ import sys
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from ctxsent.cli import app
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from ctxsent.tasks.as2_records import As2Record
 from synthetic import synthetic_as2
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ctxsent.cli", *args], capture_output=True, text=True, timeout=300
-    )
+def run_cli(*args: str):
+    """``ctxsent ARGS`` in this process: ``exit_code``, ``stdout`` and ``stderr``."""
+    return CliRunner().invoke(app, list(args))
 
 
 @pytest.fixture
@@ -34,7 +40,7 @@ def as2_file(tmp_path):
 
 def test_eval_as2_prints_one_json_object_with_the_metrics(as2_file):
     result = run_cli("eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}")
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["questions"] == 2 and report["pairs"] == 4  # q3 dropped by --clean
     assert report["map"] == report["p@1"] == report["mrr"] == 1.0
@@ -64,7 +70,7 @@ def test_eval_as2_against_a_second_model_reports_paired_differences(as2_file, ti
     same = run_cli(
         "eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}", "--against", "bm25"
     )  # fmt: skip
-    assert same.returncode == 0, same.stderr
+    assert same.exit_code == 0, same.output
     against = json.loads(same.stdout)["against"]
     assert against["model"] == "bm25" and against["map"] == 1.0
     assert against["difference"]["p@1"] == {
@@ -116,7 +122,7 @@ def test_eval_as2_against_a_second_model_reports_paired_differences(as2_file, ti
     bad = run_cli(
         "eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}", "--against", "/nowhere"
     )  # fmt: skip
-    assert bad.returncode != 0 and "/nowhere" in bad.stderr and not bad.stdout
+    assert bad.exit_code != 0 and "/nowhere" in bad.stderr and not bad.stdout
 
 
 @pytest.mark.parametrize(
@@ -146,10 +152,9 @@ def test_bad_input_gives_one_line_error_and_exit_2(tmp_path, as2_file, args, mes
     (tmp_path / "ok.txt").write_text("A sentence here. Another one there.")
     args = [a.format(tmp=tmp_path, file=as2_file) for a in args]
     result = run_cli(*args)
-    assert result.returncode == 2
+    assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
-    assert "Traceback" not in result.stderr
 
 
 def test_rank_prints_the_best_sentence_first(tmp_path):
@@ -170,7 +175,7 @@ def test_rank_prints_the_best_sentence_first(tmp_path):
         "1",
         "--json",
     )
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.output
     [answer] = json.loads(result.stdout)[0]["answers"]
     assert answer["candidate"] == "The tower was first lit in 1874."
     assert answer["next"] == "Three keepers lived on the island."
@@ -178,7 +183,7 @@ def test_rank_prints_the_best_sentence_first(tmp_path):
 
 def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
     data = tmp_path / "data"
-    write_as2_jsonl(synthetic_as2(32, seed=1), data / "train.jsonl")
+    write_as2_jsonl(synthetic_as2(8, seed=1), data / "train.jsonl")
     write_as2_jsonl(synthetic_as2(8, seed=2), data / "dev.jsonl")
     trained = run_cli(
         "finetune",
@@ -192,7 +197,7 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
         "--arch",
         "cascade",
         "--max-steps",
-        "4",
+        "2",
         "--eval-every",
         "2",
         "--batch-size",
@@ -200,7 +205,7 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
         "--max-length",
         "32",
     )
-    assert trained.returncode == 0, trained.stderr
+    assert trained.exit_code == 0, trained.output
     assert json.loads(trained.stdout)["dev"]["questions"] == 8  # progress bars on stderr
     model = str(tmp_path / "run" / "model")
     args = ["eval", "as2", "--model", model, "--data", f"squad-as2:{data}", "--split", "dev"]
@@ -210,13 +215,13 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
     full = json.loads(run_cli(*args, "--alpha", "0").stdout)
     assert full["relative_cost"] == 1.0
     wrong = run_cli(*args, "--alpha", "0.1,0.2")
-    assert wrong.returncode == 2 and "field 'alpha'" in wrong.stderr
+    assert wrong.exit_code == 2 and "field 'alpha'" in wrong.stderr
     stray = run_cli("finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x", "--exits", "1")
-    assert stray.returncode == 2 and "--exits applies to --arch cascade" in stray.stderr
+    assert stray.exit_code == 2 and "--exits applies to --arch cascade" in stray.stderr
     finetune = ["finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x"]
-    reshape = run_cli(*finetune, "--init", model, "--layers", "1", "--cascade")
-    assert reshape.returncode == 2 and "shape a new model" in reshape.stderr
-    assert "warning: --cascade is replaced by --arch cascade" in reshape.stderr
+    with pytest.warns(FutureWarning, match="--cascade is replaced by --arch cascade"):
+        reshape = run_cli(*finetune, "--init", model, "--layers", "1", "--cascade")
+    assert reshape.exit_code == 2 and "shape a new model" in reshape.stderr
 
 
 def test_finetune_a_bi_encoder_with_its_recipe_then_export_it(tmp_path, tiny_bert):
@@ -233,7 +238,7 @@ def test_finetune_a_bi_encoder_with_its_recipe_then_export_it(tmp_path, tiny_ber
         "--eval-every", "2", "--questions-per-batch", "4", "--max-length", "16",
         "--in-batch-negatives", "--temperature", "0.1",
     )  # fmt: skip
-    assert trained.returncode == 0, trained.stderr
+    assert trained.exit_code == 0, trained.output
     settings = json.loads(trained.stdout)["train"]
     given = {"max_steps": 2, "eval_every": 2, "questions_per_batch": 4, "temperature": 0.1}
     recipe = {"loss": "listwise", "learning_rate": 5e-5, "max_negatives_per_question": 15}
@@ -242,7 +247,7 @@ def test_finetune_a_bi_encoder_with_its_recipe_then_export_it(tmp_path, tiny_ber
     exported = run_cli(
         "export", str(model), "--to", "sentence-transformers", "--out", str(tmp_path / "st")
     )
-    assert exported.returncode == 0, exported.stderr
+    assert exported.exit_code == 0, exported.output
     texts = ["which one is red?", "it is red because of dye.", "the box is blue. " * 20]
     ours = ctxsent.load(model).encode(texts)
     theirs = SentenceTransformer(str(tmp_path / "st"), device="cpu").encode(texts)
