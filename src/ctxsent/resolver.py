@@ -6,6 +6,7 @@
 spec                       model
 =========================  ==========================================================
 ``FOLDER``                 a saved ctxsent model (any kind; its manifest says which)
+                           or an ONNX export (:mod:`ctxsent.onnx_runtime`, no torch)
 ``bm25``                   Okapi BM25 ranker (no training)
 ``bi-encoder[:BACKBONE]``  zero-shot bi-encoder: mean-pooled embeddings, cosine; BACKBONE
                            is a HF model folder, a cached hub id or all-MiniLM-L6-v2
@@ -62,6 +63,10 @@ def load(spec: str | Path) -> Any:
     path = Path(spec)
     if not path.exists():
         raise ModelFolderError(f"not a folder, nor a model name ({NAMES})", path=path)
+    from ctxsent.onnx_runtime import is_onnx_folder, load_onnx
+
+    if is_onnx_folder(path):
+        return load_onnx(path)
     if (path / "config.json").is_file() and not is_model_folder(path):
         raise ModelFolderError(
             "not a ctxsent model folder but a Hugging Face one: pass bi-encoder:PATH "

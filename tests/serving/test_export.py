@@ -8,12 +8,12 @@ import torch
 
 from ctxsent.errors import InputError
 from ctxsent.export import (
-    OnnxRanker,
     export_cross_encoder,
     export_onnx,
     export_sentence_transformer,
 )
 from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.onnx_runtime import OnnxBiEncoder, OnnxRanker
 from ctxsent.tasks.as2_records import As2Record
 from synthetic import spread_attention
 
@@ -48,7 +48,8 @@ def test_sentence_transformers_encoder_parity(tiny_encoder, tmp_path):
 
 def test_a_saved_bi_encoder_ranker_exports_exactly(tiny_bert, tmp_path):
     """The command's path: a fine-tuned ``bi-encoder`` folder, its own max_length (texts
-    longer are truncated alike), cosine rankings preserved; the other formats refuse it."""
+    longer are truncated alike), cosine rankings preserved, in sentence-transformers and
+    ONNX; CrossEncoder export refuses it."""
     from sentence_transformers import SentenceTransformer
 
     from ctxsent.export import export_command
@@ -65,9 +66,11 @@ def test_a_saved_bi_encoder_ranker_exports_exactly(tiny_bert, tmp_path):
     assert np.allclose(ranker.encode(texts), peer.encode(texts), atol=1e-5)
     q, c = peer.encode([r.question for r in RECORDS]), peer.encode([r.candidate for r in RECORDS])
     assert np.allclose(ranker.predict(RECORDS), (q * c).sum(axis=1), atol=1e-5)
-    for fmt in ("cross-encoder", "onnx"):
-        with pytest.raises(InputError, match="takes a cross-encoder ranker"):
-            export_command(str(folder), tmp_path / fmt, fmt)
+    with pytest.raises(InputError, match="takes a cross-encoder ranker"):
+        export_command(str(folder), tmp_path / "ce", "cross-encoder")
+    export_command(str(folder), tmp_path / "onnx", "onnx")
+    onnx_ranker = OnnxBiEncoder.from_folder(tmp_path / "onnx")
+    assert np.allclose(onnx_ranker.encode(texts), ranker.encode(texts), atol=1e-5)
 
 
 def test_cross_encoder_parity_and_refusals(pairwise, tiny_ranker, tmp_path):

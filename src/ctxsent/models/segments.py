@@ -15,8 +15,12 @@ is touched; anything still too long is cut from the longest piece.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import torch
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 _FLOORS = (32, 32, 0)  # minimum tokens kept per segment before cutting the previous one
 
@@ -70,20 +74,31 @@ def encode_segments(
     return encoded
 
 
-def pad_batch(
+def pad_arrays(
     encoded: Sequence[tuple[list[int], list[int]]], pad_id: int
-) -> dict[str, torch.Tensor]:
-    """Pad to the longest example in the batch (dynamic padding) and build the attention mask."""
+) -> dict[str, np.ndarray]:
+    """Pad to the longest example in the batch (dynamic padding) and build the attention mask:
+    int64 arrays ``input_ids``, ``token_type_ids``, ``attention_mask``. NumPy only, so the
+    torch-free ONNX runtime (:mod:`ctxsent.onnx_runtime`) pads as the models do."""
     width = max(len(ids) for ids, _ in encoded)
-    input_ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
-    token_type_ids = torch.zeros((len(encoded), width), dtype=torch.long)
-    attention_mask = torch.zeros((len(encoded), width), dtype=torch.long)
+    input_ids = np.full((len(encoded), width), pad_id, dtype=np.int64)
+    token_type_ids = np.zeros((len(encoded), width), dtype=np.int64)
+    attention_mask = np.zeros((len(encoded), width), dtype=np.int64)
     for row, (ids, types) in enumerate(encoded):
-        input_ids[row, : len(ids)] = torch.tensor(ids)
-        token_type_ids[row, : len(types)] = torch.tensor(types)
+        input_ids[row, : len(ids)] = ids
+        token_type_ids[row, : len(types)] = types
         attention_mask[row, : len(ids)] = 1
     return {
         "input_ids": input_ids,
         "token_type_ids": token_type_ids,
         "attention_mask": attention_mask,
     }
+
+
+def pad_batch(
+    encoded: Sequence[tuple[list[int], list[int]]], pad_id: int
+) -> dict[str, torch.Tensor]:
+    """:func:`pad_arrays` as long tensors."""
+    import torch
+
+    return {name: torch.from_numpy(array) for name, array in pad_arrays(encoded, pad_id).items()}
