@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ctxsent.evaluation.senteval_cli import load_encoder
 from ctxsent.evaluation.sts import cosine_similarity, evaluate_sts
+from ctxsent.resolver import load_encoder
 from ctxsent.tasks.senteval import get_task, load_task
 
 

@@ -17,9 +17,9 @@ import json
 import torch
 
 import ctxsent
-from ctxsent.cli import evaluation_records
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.models.cascade import CascadeRanker
+from ctxsent.tasks.as2_load import evaluation_records
 from ctxsent.tasks.as2_records import first_questions
 
 

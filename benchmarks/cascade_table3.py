@@ -29,10 +29,10 @@ from pathlib import Path
 import torch
 
 import ctxsent
-from ctxsent.cli import evaluation_records
 from ctxsent.evaluation.as2_metrics import per_question_as2_metrics
 from ctxsent.evaluation.significance import paired_bootstrap
 from ctxsent.models.sequential import SequentialRanker
+from ctxsent.tasks.as2_load import evaluation_records
 from ctxsent.tasks.as2_records import first_questions, sample_questions
 
 METRICS = ("map", "mrr", "p@1", "ndcg@10")

@@ -21,8 +21,14 @@ from pathlib import Path
 
 import torch
 
-from ctxsent.evaluation.senteval import SETTINGS, markdown_table, run_senteval
-from ctxsent.evaluation.senteval_cli import DEFAULT_CACHE, load_encoder, model_fingerprint
+from ctxsent.evaluation.senteval import (
+    DEFAULT_CACHE,
+    SETTINGS,
+    markdown_table,
+    model_fingerprint,
+    run_senteval,
+)
+from ctxsent.resolver import load_encoder
 from ctxsent.tasks.senteval import DEFAULT_TASKS, get_task, load_task
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -50,7 +50,7 @@ import numpy as np
 from ctxsent.text import split_sentences
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "ctxsent" / "examples"
-SERVE = "import typer; from ctxsent.serving.cli import serve; typer.run(serve)"
+SERVE = "import typer; from ctxsent.cli.serve import serve; typer.run(serve)"
 
 
 def build_model(spec: str, folder: Path) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ctxsent.corpus.cli import app
+from ctxsent.cli.corpus import app
 
 
 def write(path: Path, text: str, *, encoding: str = "utf-8", newline: str = "\n") -> Path:

@@ -11,19 +11,14 @@ import typer
 from cross_thought_fixtures import synthetic_documents
 from typer.testing import CliRunner
 
-from ctxsent.training.cross_thought_cli import (
-    finetune_command,
-    pretrain_command,
-    pretrain_data_command,
-    retrieval_command,
-)
+from ctxsent.cli import evaluate, finetune, pretrain, pretrain_data
 from synthetic import write_corpus
 
 app = typer.Typer()
-app.command("data")(pretrain_data_command)
-app.command("pretrain")(pretrain_command)
-app.command("finetune")(finetune_command)
-app.command("retrieval")(retrieval_command)
+app.command("data")(pretrain_data.cross_thought)
+app.command("pretrain")(pretrain.cross_thought)
+app.command("finetune")(finetune.cross_thought)
+app.command("retrieval")(evaluate.retrieval)
 runner = CliRunner()
 
 
@@ -100,7 +95,7 @@ def test_init_backbone_builds_the_mlm_1_architecture_from_the_backbone(tiny_bert
     from transformers import AutoModel
 
     from ctxsent.errors import ModelFolderError
-    from ctxsent.training.cross_thought_cli import model_to_finetune
+    from ctxsent.training.cross_thought_train import model_to_finetune
 
     model = model_to_finetune("backbone", str(tiny_bert))
     assert model.config.num_special == 1 and not model.config.cross_sequence

@@ -6,9 +6,9 @@ from encoder_data import synthetic_documents, write_corpus, write_word_vectors
 from typer.testing import CliRunner
 
 import ctxsent
+from ctxsent.cli import pretrain, pretrain_data
 from ctxsent.errors import InputError
-from ctxsent.training.encoder_cli import parse_overrides, pretrain_data_encoder, pretrain_encoder
-from ctxsent.training.encoder_presets import PRESETS, preset_config
+from ctxsent.training.encoder_presets import PRESETS, parse_overrides, preset_config
 
 TINY = [
     "--set", "embedding_dim=16", "--set", "hidden_size=16", "--set", "ffn_size=32",
@@ -21,8 +21,8 @@ TINY = [
 @pytest.fixture
 def cli():
     app = typer.Typer()
-    app.command("data")(pretrain_data_encoder)
-    app.command("pretrain")(pretrain_encoder)
+    app.command("data")(pretrain_data.encoder)
+    app.command("pretrain")(pretrain.encoder)
     return app
 
 

@@ -103,7 +103,8 @@ def test_cascade_tune_cli_saves_rates_and_plots(cascade, tmp_path):
 
 def test_cascade_tune_without_matplotlib_stops_before_any_work(cascade, tmp_path, monkeypatch):
     import ctxsent.saving
-    from ctxsent import cli
+    import ctxsent.tasks.as2_load
+    from ctxsent.cli import cascade as cascade_commands
     from ctxsent.errors import InputError
 
     cascade.save_pretrained(tmp_path / "ct")
@@ -113,10 +114,10 @@ def test_cascade_tune_without_matplotlib_stops_before_any_work(cascade, tmp_path
         raise AssertionError("the model or the data was loaded")
 
     monkeypatch.setattr(ctxsent.saving, "load", work_started)
-    monkeypatch.setattr(cli, "evaluation_records", work_started)
+    monkeypatch.setattr(ctxsent.tasks.as2_load, "evaluation_records", work_started)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
     with pytest.raises(InputError, match=r"field 'plot'.*matplotlib.*ctxsent\[bench\]"):
-        cli.cascade_tune(
+        cascade_commands.tune(
             model=tmp_path / "ct", data=f"jsonl:{tmp_path / 'dev.jsonl'}", budget=0.7,
             split="dev", questions=None, metric="map", search="greedy",
             plot=tmp_path / "fig.png", save=True, batch_size=64,

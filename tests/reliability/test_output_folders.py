@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import ctxsent
-from ctxsent.cli import cascade_sequential
+from ctxsent.cli.cascade import sequential as cascade_sequential
 from ctxsent.errors import InputError
 from ctxsent.export import export_command
 from ctxsent.io import OUTPUT_MARKER, atomic_path, atomic_write

@@ -9,8 +9,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from ctxsent.cli.evaluate import senteval
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.evaluation.senteval_cli import model_fingerprint, senteval
+from ctxsent.evaluation.senteval import model_fingerprint
 from ctxsent.models.bag_of_words import BagOfWordsEncoder
 from ctxsent.models.baseline_rankers import BiEncoderRanker
 from ctxsent.resolver import load_encoder

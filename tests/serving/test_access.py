@@ -9,8 +9,9 @@ import uvicorn
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from ctxsent.cli.serve import serve
 from ctxsent.serving.app import create_app
-from ctxsent.serving.cli import is_loopback, serve
+from ctxsent.serving.server import is_loopback
 
 QUERY = {"question": "who lit the lamp?", "candidates": ["the keeper lit it", "a ship"]}
 KEY = "s3cret-key"

@@ -276,7 +276,7 @@ def test_serve_command_builds_the_app_and_rejects_bad_limits(monkeypatch):
     import uvicorn
     from typer.testing import CliRunner
 
-    from ctxsent.serving.cli import serve
+    from ctxsent.cli.serve import serve
     from ctxsent.serving.server import HeadTimeoutProtocol
 
     app = typer.Typer()

@@ -14,11 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
+from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.serving.app import create_app
 from ctxsent.serving.limits import ServeLimits
 
 
-class TinyModel:
+class TinyModel(As2Ranker):
     """A fake model that ranks (word overlap with the question) and encodes (vowel counts)."""
 
     def predict(self, records, batch_size=64):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import uvicorn
 
+from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.serving.app import create_app
 from ctxsent.serving.limits import ServeLimits
 from ctxsent.serving.server import uvicorn_options
@@ -22,7 +23,7 @@ from polling import until
 QUERY = {"question": "who lit the lamp?", "candidates": ["the keeper", "a ship"]}
 
 
-class GatedRanker:
+class GatedRanker(As2Ranker):
     """A fake ranker (score: the candidate's length) whose call on a candidate "wait" blocks
     until ``release`` is set, so a test decides what is queued while it runs."""
 

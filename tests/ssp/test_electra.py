@@ -11,13 +11,13 @@ import typer
 from ssp_corpus import documents, write_corpus
 from typer.testing import CliRunner
 
+from ctxsent.cli import pretrain, pretrain_data
 from ctxsent.errors import InputError
 from ctxsent.objectives.electra import ElectraObjective, ElectraSize, replaced_token_loss
 from ctxsent.objectives.ssp import SspConfig
 from ctxsent.objectives.ssp_data import TOKENIZER_DIR, build_ssp_dataset, load_ssp_dataset
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.text.tokenizer_training import SPECIALS, train_wordpiece
-from ctxsent.training import ssp_cli
 from ctxsent.training.ssp_pretrain import SspPretrainConfig, SspPretrainModule, pretrain_ssp
 
 TINY = ElectraSize(
@@ -151,8 +151,8 @@ def test_electra_cpu_preset_runs_from_the_cli_and_fine_tunes_as_contextual_ranke
     from ctxsent.saving import load
 
     app = typer.Typer()
-    app.command("data")(ssp_cli.pretrain_data_ssp)
-    app.command("train")(ssp_cli.pretrain_ssp)
+    app.command("data")(pretrain_data.ssp)
+    app.command("train")(pretrain.ssp)
     runner = CliRunner()
     data_args = [
         "data",

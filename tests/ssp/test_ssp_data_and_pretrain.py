@@ -7,10 +7,10 @@ import typer
 from ssp_corpus import documents, write_corpus
 from typer.testing import CliRunner
 
+from ctxsent.cli import pretrain, pretrain_data
 from ctxsent.errors import InputError
 from ctxsent.objectives.ssp import SspConfig
 from ctxsent.objectives.ssp_data import build_ssp_dataset, load_ssp_dataset
-from ctxsent.training import ssp_cli
 from ctxsent.training.ssp_pretrain import SspPretrainConfig, preset, pretrain_ssp
 
 
@@ -51,8 +51,8 @@ def test_bad_inputs_are_refused_before_work_starts(corpus, tiny_bert, tmp_path):
 
 def test_cli_builds_data_and_reports_bad_objective(corpus, tiny_bert, tmp_path):
     app = typer.Typer()
-    app.command("data")(ssp_cli.pretrain_data_ssp)
-    app.command("train")(ssp_cli.pretrain_ssp)
+    app.command("data")(pretrain_data.ssp)
+    app.command("train")(pretrain.ssp)
     runner = CliRunner()
     args = ["data", "--corpus", str(corpus), "--tokenizer", str(tiny_bert), "--block-size", "10"]
     result = runner.invoke(app, [*args, "--out", str(tmp_path / "d"), "--objective", "dslc"])

@@ -7,10 +7,10 @@ import typer
 from ssp_corpus import documents, write_corpus
 from typer.testing import CliRunner
 
+from ctxsent.cli import evaluate, pretrain
 from ctxsent.errors import InputError
 from ctxsent.objectives.ssp import SspConfig
 from ctxsent.objectives.ssp_data import build_ssp_dataset, example_lengths, load_ssp_dataset
-from ctxsent.training import ssp_cli
 from ctxsent.training.sampling import StepBatches
 from ctxsent.training.ssp_heldout import roc_auc, unseen_indices
 from ctxsent.training.ssp_pretrain import SspPretrainConfig, pretrain_ssp
@@ -66,8 +66,8 @@ def test_pretraining_reports_heldout_ssp_and_the_cli_reproduces_it(ssp_data, tin
     assert json.loads((tmp_path / "run" / "pretrain.json").read_text())["heldout"] == heldout
 
     app = typer.Typer()
-    app.command("ssp")(ssp_cli.eval_ssp)
-    app.command("other")(ssp_cli.pretrain_ssp)
+    app.command("ssp")(evaluate.ssp)
+    app.command("other")(pretrain.ssp)
     runner = CliRunner()
     out = runner.invoke(app, ["ssp", "--run", str(tmp_path / "run"), "--examples", "50"])
     assert out.exit_code == 0, out.output

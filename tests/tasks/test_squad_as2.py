@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from ctxsent.cli.data import app
 from ctxsent.errors import InputError
 from ctxsent.io import OUTPUT_MARKER
 from ctxsent.tasks.as2_load import load_as2
 from ctxsent.tasks.as2_records import group_by_question
-from ctxsent.tasks.cli import app
 from ctxsent.tasks.squad_as2 import build_squad_as2, read_squad_articles, split_articles
 
 P1 = "Alpha is first. The Trinity-St. Paul's Church is old. Gamma ends."

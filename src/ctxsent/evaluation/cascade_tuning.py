@@ -27,6 +27,7 @@ from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.io import atomic_path
 from ctxsent.models.staged import exit_costs, prune_in_stages, question_index
+from ctxsent.tasks.as2_records import As2Record
 
 PAPER_GRID = tuple(round(0.1 * i, 1) for i in range(7))
 
@@ -119,6 +120,32 @@ def best_within_budget(
     """The most accurate setting whose cost is within ``budget`` (ties: cheaper first)."""
     fitting = [s for s in settings if s.relative_cost <= budget + 1e-12]
     return max(fitting, key=lambda s: (s.metrics[metric], -s.relative_cost), default=None)
+
+
+def tune_cascade(
+    ranker,
+    records: Sequence[As2Record],
+    budget: float,
+    metric: str = "map",
+    search: str = "both",
+    batch_size: int = 64,
+) -> tuple[CascadeSetting, list[CascadeSetting]]:
+    """The most accurate drop rates of a :class:`~ctxsent.models.cascade.CascadeRanker` on
+    ``records`` within ``budget`` (relative cost), and every setting tried; ``search`` is
+    ``grid``, ``greedy`` or ``both``. One pass records every exit's logits; the searches
+    simulate each setting on them."""
+    logits = ranker.predict_exits(records, batch_size=batch_size)
+    ids, labels = [r.question_id for r in records], [r.label for r in records]
+    depth, exits = ranker.model.config.num_hidden_layers, ranker.config.exits
+    settings = []
+    if search in ("grid", "both"):
+        settings += grid_search(logits, ids, labels, exits, depth)
+    if search in ("greedy", "both"):
+        settings += greedy_search(logits, ids, labels, exits, depth, budget, metric)
+    chosen = best_within_budget(settings, budget, metric)
+    if chosen is None:
+        raise InputError(f"no setting tried costs <= {budget}", field="budget")
+    return chosen, settings
 
 
 def pyplot():

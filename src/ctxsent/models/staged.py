@@ -5,7 +5,7 @@ floor(alpha_i * k) of its k remaining candidates with the lowest scores leave. T
 cascade's exits (:mod:`~ctxsent.models.cascade`), the Sequential Ranker's independent
 models (:mod:`~ctxsent.models.sequential`) and the exact simulation behind drop-rate
 tuning (:mod:`ctxsent.evaluation.cascade_tuning`) all use this module, as do the CLI
-(``--alpha``) and the service (``"alpha"``) through :func:`resolve_alphas`.
+(``--alpha``, :func:`set_alphas`) and the service (``"alpha"``) through :func:`resolve_alphas`.
 
 Cost is counted in layer-candidate evaluations, relative to the monolithic model that runs
 every layer of its deepest stage on every candidate (paper, section 5.5).
@@ -52,6 +52,18 @@ def resolve_alphas(alpha: float | str | Sequence[float], stages: int) -> list[fl
             field="alpha",
         )
     return rates
+
+
+def set_alphas(ranker, alpha: float | str | Sequence[float] | None) -> None:
+    """Give a :class:`~ctxsent.protocols.StagedRanker` the drop rates ``alpha``
+    (:func:`resolve_alphas`); None leaves its own; an :class:`InputError` for other rankers."""
+    from ctxsent.protocols import StagedRanker
+
+    if alpha is None:
+        return
+    if not isinstance(ranker, StagedRanker):
+        raise InputError("alpha applies to cascade and sequential models only", field="alpha")
+    ranker.alphas = resolve_alphas(alpha, ranker.num_stages)
 
 
 def exit_costs(exits: Sequence[int]) -> list[int]:

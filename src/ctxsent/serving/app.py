@@ -39,6 +39,7 @@ from starlette.requests import ClientDisconnect
 
 from ctxsent.errors import InputError
 from ctxsent.models.ranker_base import document_candidates, question_records, ranking
+from ctxsent.protocols import Encoder, Ranker, StagedRanker
 from ctxsent.serving.batching import Grouping, MicroBatcher
 from ctxsent.serving.limits import (
     RequestTimeout,
@@ -154,9 +155,9 @@ class ModelRunner:
     def __init__(self, model: Any, batch_size: int) -> None:
         self.model = model
         self.batch_size = batch_size
-        self.can_rank = callable(getattr(model, "predict", None))
-        self.encoder = model if hasattr(model, "encode") else getattr(model, "encoder", None)
-        self.staged = hasattr(model, "num_stages")  # cascade or sequential: takes an alpha
+        self.can_rank = isinstance(model, Ranker)
+        self.encoder = model if isinstance(model, Encoder) else getattr(model, "encoder", None)
+        self.staged = isinstance(model, StagedRanker)  # cascade or sequential: takes an alpha
         self.encode_options = _raw_encode_options(self.encoder, batch_size)
 
     def __call__(self, key: Hashable, items: list[Any]) -> Sequence[Any]:

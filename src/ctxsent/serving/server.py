@@ -10,6 +10,7 @@ bodies get the same deadline from :class:`~ctxsent.serving.middleware.BodyGuard`
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 from functools import partial
 from typing import Any
@@ -76,3 +77,11 @@ def uvicorn_options(read_timeout_s: float) -> dict[str, Any]:
         "http": partial(HeadTimeoutProtocol, head_timeout_s=read_timeout_s),
         "timeout_keep_alive": KEEP_ALIVE_S,
     }
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable from this machine only."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to any interface
+        return False

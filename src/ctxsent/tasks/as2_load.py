@@ -91,6 +91,20 @@ def load_as2(
     return fmt.read(path)
 
 
+def evaluation_records(
+    data: str, split: str, clean_questions: bool = True, columns: dict[str, str] | None = None
+) -> list[As2Record]:
+    """Records of ``split`` of a folder or data set spec (a file is one split), with only the
+    questions that have both labels if ``clean_questions``; an error when none are left."""
+    from ctxsent.tasks.as2_records import clean
+
+    records = load_as2(data, split if takes_split(data) else None, columns)
+    records = clean(records) if clean_questions else records
+    if not records:
+        raise InputError(f"split {split!r} of {data} has no questions to evaluate", field="split")
+    return records
+
+
 def takes_split(spec: str) -> bool:
     """Whether :func:`load_as2` takes a split for ``spec``: a folder of a built-in format,
     or an ``hf:`` dataset or saved DatasetDict (``hf-disk:``) named without ``@SPLIT``."""

@@ -43,6 +43,7 @@ from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.models.cross_thought import (
+    CrossThoughtConfig,
     CrossThoughtModel,
     CrossThoughtRanker,
     selection_log_probs,
@@ -432,6 +433,65 @@ def finetune_pair_classifier(
     classifier.load_state_dict(best_state)
     best["test"] = pair_metrics(test.labels, classifier.predict(test))
     return {**best, "train": asdict(config)}
+
+
+def finetune_cross_thought(
+    task: str, init: str, out: Path, data: str, config: FineTuneConfig, backbone: str
+) -> dict:
+    """Fine-tune the Cross-Thought model ``init`` names (:func:`model_to_finetune`) on
+    ``task``: ``as2`` (Eq. 10; the best ranker goes to ``out/model`` and is scored on the
+    clean test split) or ``sick-e`` / ``mrpc`` (Eq. 11); the metrics also go to
+    ``out/metrics.json``."""
+    check_choice(task, ("as2", "sick-e", "mrpc"), "task")
+    model = model_to_finetune(init, backbone)
+    out.mkdir(parents=True, exist_ok=True)
+    result = (
+        _finetune_as2(model, data, out, config)
+        if task == "as2"
+        else _finetune_pairs(model, task, data, config)
+    )
+    with atomic_write(out / "metrics.json") as handle:
+        json.dump(result, handle, indent=2)
+    return result
+
+
+def model_to_finetune(init: str, backbone: str):
+    """The model ``--init`` names: a saved Cross-Thought folder, or ``backbone``.
+
+    ``backbone`` is the MLM-1 architecture (one special token, no cross-sequence layers)
+    built from the backbone's weights with no pre-training: the special token starts as the
+    backbone's ``[CLS]``, so Eq. 10 fine-tunes the backbone as a bi-encoder with a listwise
+    softmax over cosine similarities (:data:`~ctxsent.models.cross_thought.COSINE_TEMPERATURE`).
+    """
+    if init == "backbone":
+        return CrossThoughtModel.build(CrossThoughtConfig(backbone=backbone, cross_sequence=False))
+    return CrossThoughtModel.from_pretrained(init)
+
+
+def _finetune_as2(model, data: str, out: Path, config: FineTuneConfig) -> dict:
+    from ctxsent.evaluation.as2_evaluation import score_as2
+    from ctxsent.tasks.as2_load import load_as2
+
+    summary = finetune_answer_selection(
+        model, load_as2(data, "train"), load_as2(data, "dev"), out, config
+    )
+    ranker = CrossThoughtRanker.from_pretrained(out / "model")
+    summary["test_clean"] = score_as2(ranker, clean(load_as2(data, "test")))
+    return summary
+
+
+def _finetune_pairs(model, task: str, data: str, config: FineTuneConfig) -> dict:
+    from ctxsent.tasks.senteval import get_task, load_task
+
+    task_data = load_task(get_task(task), data)
+    splits = task_data.splits
+    train, test = splits["train"], splits["test"]
+    if "dev" in splits:
+        dev = splits["dev"]
+    else:
+        train, dev = split_off_dev(train, seed=config.seed)
+    classes = len(task_data.task.classes)
+    return finetune_pair_classifier(model, train, dev, test, classes, config)
 
 
 def split_off_dev(pairs: Pairs, fraction: float = 0.1, seed: int = 0) -> tuple[Pairs, Pairs]:

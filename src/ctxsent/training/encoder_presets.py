@@ -182,3 +182,33 @@ def preset_config(name: str, overrides: dict | None = None) -> PretrainConfig:
         if key not in known:
             raise InputError(f"unknown setting (known: {', '.join(sorted(known))})", field=key)
     return replace(PretrainConfig(), **settings)
+
+
+def parse_overrides(assignments: list[str]) -> dict:
+    """``["hidden_size=64", "decoder_dims=32,64"]`` -> typed values for :class:`PretrainConfig`."""
+    defaults = {f.name: f.default for f in fields(PretrainConfig)}
+    floats = {"learning_rate", "max_grad_norm", "max_minutes", "dropout"}
+    parsed: dict = {}
+    for assignment in assignments:
+        key, sep, raw = assignment.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in defaults:
+            raise InputError(
+                f"expected KEY=VALUE with KEY one of {', '.join(defaults)}, got {assignment!r}",
+                field="set",
+            )
+        try:
+            if raw.lower() == "none":
+                value = None
+            elif isinstance(defaults[key], tuple):
+                value = tuple(int(part) for part in raw.split(","))
+            elif key in floats:
+                value = float(raw)
+            elif isinstance(defaults[key], int) or key in {"max_sentences", "max_steps"}:
+                value = int(raw)
+            else:
+                value = raw
+        except ValueError:
+            raise InputError(f"bad value {raw!r}", field=key) from None
+        parsed[key] = value
+    return parsed

@@ -42,3 +42,25 @@ def devices(text: str) -> int | str:
 DevicesOption = Annotated[
     str, typer.Option(parser=devices, help="auto, a count, -1 (all) or GPU ids like 0,1")
 ]
+
+ModelOption = Annotated[
+    str,
+    typer.Option(
+        help="a saved ranker folder, bm25, bi-encoder[:BACKBONE], st:PATH or ce:PATH "
+        "(sentence-transformers); see ctxsent.resolver"
+    ),
+]
+
+AlphaOption = Annotated[
+    str | None,
+    typer.Option(help="cascade drop rate, or one per non-final exit: 0.3 or 0.3,0.3,0.2,0.1"),
+]
+
+ColumnsOption = Annotated[
+    str | None,
+    typer.Option(
+        help="your file's column names: question=Query,candidate=Passage,label=Relevant "
+        "(fields: question candidate label question_id previous next document_id "
+        "document_title)"
+    ),
+]

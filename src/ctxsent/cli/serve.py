@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Annotated
 
 import typer
@@ -59,7 +58,7 @@ def serve(
 
     from ctxsent.serving.app import BatchConfig, create_app
     from ctxsent.serving.limits import ServeLimits
-    from ctxsent.serving.server import uvicorn_options
+    from ctxsent.serving.server import is_loopback, uvicorn_options
 
     if api_key is not None and not api_key.strip():
         raise typer.BadParameter("the API key is empty", param_hint="'--api-key'")
@@ -84,11 +83,3 @@ def serve(
     batching = BatchConfig(max_wait_ms, batch_size)
     app = create_app(model, limits, batching, api_key, cors_origin or ())
     uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_options(read_timeout_s))
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) is reachable from this machine only."""
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a host name: it may resolve to any interface
-        return False

@@ -1,0 +1,5 @@
+"""``python -m ctxsent.cli``: the same as the ``ctxsent`` command."""
+
+from ctxsent.cli import main
+
+main()

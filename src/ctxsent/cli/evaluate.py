@@ -1,0 +1,178 @@
+"""``ctxsent eval``: AS2 rankers (``as2``), sentence encoders (``senteval``), an SSP head on
+held-out examples (``ssp``) and unsupervised paragraph ranking (``retrieval``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from ctxsent.cli.options import AlphaOption, ColumnsOption, ModelOption, SeedOption
+from ctxsent.tasks.senteval import DEFAULT_TASKS
+
+app = typer.Typer(no_args_is_help=True, help="Evaluate rankers and sentence encoders.")
+
+
+@app.command("as2")
+def as2(
+    model: ModelOption,
+    data: Annotated[
+        str, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, selqa:DIR; or FILE.csv, hf:NAME...")
+    ],
+    split: Annotated[str, typer.Option(help="split of a folder (ignored for a file)")] = "test",
+    columns: ColumnsOption = None,
+    clean_questions: Annotated[
+        bool, typer.Option("--clean/--all", help="drop questions without both labels")
+    ] = True,
+    batch_size: Annotated[int, typer.Option(min=1)] = 64,
+    alpha: AlphaOption = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            help="a second model scored on the same questions: its metrics and MODEL minus it, "
+            "with 95% paired-bootstrap intervals over questions"
+        ),
+    ] = None,
+) -> None:
+    """Score an AS2 split and print MAP, MRR, P@1, nDCG@10, Hits@k as one JSON object."""
+    from ctxsent.evaluation.as2_evaluation import evaluate_as2
+    from ctxsent.models.staged import set_alphas
+    from ctxsent.resolver import load_ranker
+    from ctxsent.tasks.as2_files import parse_columns
+    from ctxsent.tasks.as2_load import evaluation_records
+
+    column_names = parse_columns(columns) if columns else None
+    records = evaluation_records(data, split, clean_questions, column_names)
+    ranker = load_ranker(model)
+    second = load_ranker(against) if against else None  # a bad folder fails before scoring
+    set_alphas(ranker, alpha)
+    report = evaluate_as2(ranker, records, second, batch_size, show_progress=sys.stderr.isatty())
+    if second is not None:
+        report["against"] = {"model": against, **report["against"]}
+    report = {"model": model, "data": data, "split": split, "clean": clean_questions, **report}
+    typer.echo(json.dumps(report, indent=2))
+
+
+@app.command("senteval")
+def senteval(
+    model: Annotated[
+        str,
+        typer.Option(
+            help="a sentence encoder: a ctxsent encoder folder, glove-bow, bow:PATH, random, "
+            "bi-encoder[:BACKBONE], minilm or st:PATH (see ctxsent.resolver)"
+        ),
+    ],
+    tasks: Annotated[
+        str, typer.Option(help=f"comma-separated task names, or 'all' ({','.join(DEFAULT_TASKS)})")
+    ] = "all",
+    data: Annotated[
+        Path,
+        typer.Option(
+            envvar="CTXSENT_SHARED_DATA",
+            help="folder laid out as ../shared/data (senteval/, sts12/, stsbenchmark/)",
+        ),
+    ] = Path("../shared/data"),
+    setting: Annotated[
+        Literal["quick", "literature"],
+        typer.Option(help="quick (one C, for development) | literature (SentEval's)"),
+    ] = "quick",
+    cache: Annotated[
+        Path | None, typer.Option(help="embedding cache folder (~/.cache/ctxsent/senteval)")
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="do not read or write it")] = False,
+    seed: Annotated[int, typer.Option(min=0, help="seed of folds and classifiers")] = 1111,
+    output: Annotated[
+        Path | None, typer.Option(help="also write the JSON report here (atomically)")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="progress bars on stderr")] = True,
+    threads: Annotated[
+        int | None,
+        typer.Option(min=1, help="torch threads for encoding (1 is fastest on a busy CPU)"),
+    ] = None,
+) -> None:
+    """Evaluate a sentence encoder on SentEval-style tasks: JSON on stdout, table on stderr."""
+    from ctxsent.evaluation.senteval import (
+        DEFAULT_CACHE,
+        SETTINGS,
+        markdown_table,
+        model_fingerprint,
+        run_senteval,
+    )
+    from ctxsent.io import atomic_write, check_writable
+    from ctxsent.resolver import load_encoder
+    from ctxsent.tasks.senteval import get_task, load_task
+
+    cache = cache or DEFAULT_CACHE
+
+    if output is not None:
+        check_writable(output, folder=False)
+    if not no_cache:
+        check_writable(cache, folder=True)
+    names = DEFAULT_TASKS if tasks.strip().lower() == "all" else tasks.split(",")
+    loaded = [load_task(get_task(name.strip()), data) for name in names if name.strip()]
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    encoder = load_encoder(model)
+    report = run_senteval(
+        encoder,
+        loaded,
+        model=model,
+        fingerprint=model_fingerprint(model),
+        setting=replace(SETTINGS[setting], seed=seed),
+        cache_dir=None if no_cache else cache,
+        show_progress=progress,
+        log=lambda line: typer.echo(line, err=True),
+    )
+    text = json.dumps(report.to_dict(), indent=2)
+    if output is not None:
+        with atomic_write(output) as handle:
+            handle.write(text + "\n")
+    sys.stdout.write(text + "\n")
+    typer.echo("\n" + markdown_table([report]), err=True)
+
+
+@app.command("ssp")
+def ssp(
+    run: Annotated[Path, typer.Option(help="finished 'ctxsent pretrain ssp' run folder")],
+    examples: Annotated[int, typer.Option(min=1, help="held-out examples to score")] = 1000,
+    batch_size: Annotated[int, typer.Option(min=1)] = 64,
+) -> None:
+    """Score the run's SSP head on examples its training never drew (accuracy, AUC, log-loss)."""
+    from ctxsent.training.ssp_heldout import evaluate_run
+
+    typer.echo(json.dumps(evaluate_run(run, examples, batch_size), indent=2))
+
+
+@app.command("retrieval")
+def retrieval(
+    models: Annotated[
+        list[str], typer.Argument(help="bm25, minilm, or cross-thought/MLM model folders")
+    ],
+    squad: Annotated[Path, typer.Option(help="SQuAD v1.1 JSON (.gz ok)")] = Path(
+        "../shared/data/squad/dev-v1.1.json.gz"
+    ),
+    questions: Annotated[
+        int | None, typer.Option(min=1, help="a seeded random subset of the questions")
+    ] = None,
+    seed: SeedOption = 0,
+    batch_size: Annotated[int, typer.Option(min=1)] = 64,
+) -> None:
+    """Unsupervised paragraph ranking (the paper's HotpotQA(u) setting) on SQuAD: Recall@1/5/20."""
+    from ctxsent.evaluation.retrieval import (
+        evaluate_paragraph_ranking,
+        scorer_from_spec,
+        squad_paragraph_ranking,
+    )
+
+    data = squad_paragraph_ranking(squad, questions, seed)
+    results = {
+        spec: evaluate_paragraph_ranking(scorer_from_spec(spec, batch_size), data)
+        for spec in models
+    }
+    typer.echo(json.dumps(results, indent=2))

@@ -1,0 +1,302 @@
+"""``ctxsent finetune as2`` (cross-encoder, cascade, bi-encoder rankers) and ``ctxsent
+finetune cross-thought`` (Cross-Thought's Eq. 10 answer selection and Eq. 11 pairs)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from ctxsent.cli.options import (
+    ColumnsOption,
+    DevicesOption,
+    OverwriteOption,
+    SeedOption,
+    positive,
+)
+from ctxsent.errors import InputError
+from ctxsent.training.settings import (
+    MIN_INPUT_LENGTH,
+    Accelerator,
+    Arch,
+    Loss,
+    Precision,
+    Strategy,
+)
+
+app = typer.Typer(no_args_is_help=True, help="Fine-tune rankers on labelled data.")
+
+
+@app.command("as2")
+def as2(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option(help="run folder; the best model goes to OUT/model")],
+    data: Annotated[
+        str | None, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, squad-as2:DIR, hf:NAME")
+    ] = None,
+    train_file: Annotated[
+        str | None,
+        typer.Option(
+            "--train",
+            help="your own data instead of --data: a .tsv/.csv/.jsonl/.parquet file or a "
+            "dataset, hf:NAME or hf-disk:PATH (@SPLIT picks a split); needs --dev",
+        ),
+    ] = None,
+    dev_file: Annotated[
+        str | None, typer.Option("--dev", help="your dev file (as --train): early stopping")
+    ] = None,
+    test_file: Annotated[
+        str | None, typer.Option("--test", help="your test file, scored by the best model")
+    ] = None,
+    columns: ColumnsOption = None,
+    mine_negatives: Annotated[
+        str | None,
+        typer.Option(
+            help="bm25 | bi-encoder[:BACKBONE]: add each question's hard negatives to your "
+            "files, each from its own candidates (for question-answer pairs)"
+        ),
+    ] = None,
+    negatives: Annotated[int, typer.Option(min=1, help="negatives mined per question")] = 5,
+    init: Annotated[
+        str, typer.Option(help="backbone (HF folder/id) or a ctxsent ranker to continue (TANDA)")
+    ] = "all-MiniLM-L6-v2",
+    contextual: Annotated[
+        bool, typer.Option("--contextual/--pairwise", help="add previous+next as a 3rd segment")
+    ] = False,
+    dev_data: Annotated[
+        str | None, typer.Option(help="select on another set's dev split (TANDA: the target)")
+    ] = None,
+    arch: Annotated[
+        Arch | None,
+        typer.Option(
+            help="cross-encoder | cascade (Cascade Transformer: an exit classifier per stage) | "
+            "bi-encoder (cosine of mean-pooled embeddings; its defaults are the Eq. 10 recipe: "
+            "--loss listwise --lr 5e-5 --questions-per-batch 8 --max-negatives 15 "
+            "--max-steps 300 --eval-every 100). Default: cross-encoder, or the --init "
+            "model's kind"
+        ),
+    ] = None,
+    cascade: Annotated[bool, typer.Option(hidden=True, help="replaced by --arch cascade")] = False,
+    layers: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="keep only the first N encoder layers (truncated monolithic model)"
+        ),
+    ] = None,
+    exits: Annotated[
+        str | None,
+        typer.Option(
+            help="--arch cascade exit layers, e.g. 2,3,4,5,6 (default: the paper's 1/3, 1/2, 2/3, "
+            "5/6, 1 of the depth); one exit at the last layer is a monolithic model with "
+            "the cascade's mean-pooled classifier"
+        ),
+    ] = None,
+    train_split: str = "train",
+    dev_split: str = "dev",
+    train_clean: Annotated[
+        bool,
+        typer.Option(
+            help="train on questions with both labels (WikiQA: 857 of 2,118 / 8,651 pairs; the "
+            "Cascade paper's Table 1 counts the 873 with a correct answer)"
+        ),
+    ] = True,
+    dev_clean: Annotated[bool, typer.Option(help="select on the clean dev set")] = True,
+    dev_questions: Annotated[
+        int | None,
+        typer.Option(min=1, help="evaluate on the first N dev questions only (large sets)"),
+    ] = None,
+    epochs: Annotated[int, typer.Option(min=1)] = 2,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="stop after this many steps")] = None,
+    batch_size: Annotated[int, typer.Option(min=1)] = 32,
+    lr: Annotated[float, typer.Option(callback=positive, help="learning rate (> 0)")] = 2e-5,
+    head_lr_scale: Annotated[
+        float,
+        typer.Option(
+            callback=positive, help="learning-rate multiplier for the new scoring head(s)"
+        ),
+    ] = 1.0,
+    warmup_ratio: Annotated[float, typer.Option(min=0, max=1)] = 0.1,
+    eval_every: Annotated[int, typer.Option(min=1, help="steps between dev evaluations")] = 200,
+    patience: Annotated[int, typer.Option(min=1, help="evaluations without dev-MAP gain")] = 5,
+    max_negatives: Annotated[
+        int | None,
+        typer.Option(min=1, help="negatives kept per question (subsample large sets)"),
+    ] = None,
+    loss: Annotated[
+        Loss,
+        typer.Option(
+            help="pointwise (cross-entropy per pair) | listwise (softmax over each "
+            "question's candidates; batches of whole questions); bi-encoder: listwise"
+        ),
+    ] = "pointwise",
+    questions_per_batch: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="listwise: questions per batch (default: about --batch-size pairs)"
+        ),
+    ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(callback=positive, help="bi-encoder: logits are cosine / T (0.05)"),
+    ] = None,
+    in_batch_negatives: Annotated[
+        bool,
+        typer.Option(
+            help="listwise bi-encoder: the other questions' candidates in a batch are extra "
+            "negatives"
+        ),
+    ] = False,
+    max_length: Annotated[int, typer.Option(min=MIN_INPUT_LENGTH)] = 256,
+    precision: Precision = "auto",
+    accelerator: Accelerator = "auto",
+    devices: DevicesOption = "auto",
+    strategy: Annotated[Strategy, typer.Option(help="Lightning strategy")] = "auto",
+    num_nodes: Annotated[int, typer.Option(min=1, help="machines (torchrun / SLURM)")] = 1,
+    seed: SeedOption = 42,
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Fine-tune an AS2 ranker (cross-encoder, cascade, bi-encoder); early stopping on dev
+    MAP; resumable.
+
+    Data: --data SPEC, or your own files: --train FILE --dev FILE [--test FILE].
+    """
+    from ctxsent.evaluation.as2_evaluation import score_as2
+    from ctxsent.io import check_output
+    from ctxsent.resolver import load_ranker
+    from ctxsent.tasks.as2_files import parse_columns, read_fine_tuning_files
+    from ctxsent.tasks.as2_load import load_as2
+    from ctxsent.tasks.as2_records import clean, first_questions
+    from ctxsent.training.as2_finetune import (
+        ARCH_DEFAULTS,
+        As2RankerSpec,
+        As2TrainConfig,
+        finetune_as2,
+    )
+
+    if cascade:
+        if arch not in (None, "cascade"):
+            raise InputError("--cascade (now --arch cascade) contradicts --arch", field="arch")
+        warnings.warn("--cascade is replaced by --arch cascade", FutureWarning, stacklevel=1)
+        arch = "cascade"
+    exit_layers = _exit_layers(exits) if exits else ()
+    spec = As2RankerSpec(init, contextual, max_length, arch, exit_layers, layers)
+    settings = dict(
+        learning_rate=lr,
+        head_lr_scale=head_lr_scale,
+        batch_size=batch_size,
+        epochs=epochs,
+        max_steps=max_steps,
+        warmup_ratio=warmup_ratio,
+        eval_every=eval_every,
+        patience=patience,
+        max_negatives_per_question=max_negatives,
+        loss=loss,
+        questions_per_batch=questions_per_batch,
+        in_batch_negatives=in_batch_negatives,
+        precision=precision,
+        accelerator=accelerator,
+        devices=devices,
+        strategy=strategy,
+        num_nodes=num_nodes,
+        seed=seed,
+    )
+    if temperature is not None:
+        settings["temperature"] = temperature
+    if spec.kind != "bi-encoder" and (temperature is not None or in_batch_negatives):
+        option = "--temperature" if temperature is not None else "--in-batch-negatives"
+        raise InputError(f"{option} applies to --arch bi-encoder only", field="arch")
+    # the architecture's defaults (ARCH_DEFAULTS) for what the command line leaves out
+    # (typer ships its own click: a parameter's source is compared by name)
+    sources = {name: ctx.get_parameter_source(name) for name in ctx.params}
+    given = {name for name, source in sources.items() if source.name == "COMMANDLINE"}
+    option_names = {"learning_rate": "lr", "max_negatives_per_question": "max_negatives"}
+    for name, value in ARCH_DEFAULTS.get(spec.kind, {}).items():
+        if option_names.get(name, name) not in given:
+            settings[name] = value
+    if settings["loss"] != "listwise" or "batch_size" in given:  # batches sized in pairs
+        settings["questions_per_batch"] = questions_per_batch
+    config = As2TrainConfig(**settings)
+    own_files = bool(train_file or dev_file or test_file or mine_negatives)
+    if (data is not None) == own_files or own_files and not (train_file and dev_file):
+        raise InputError(
+            "expected --data SPEC or --train FILE --dev FILE [--test FILE] [--mine-negatives], "
+            "one of the two",
+            field="data",
+        )
+    check_output(out / "model", spec.kind, overwrite)  # before the data loads
+    column_names = parse_columns(columns) if columns else None
+    if data is None:
+        train, dev, test = read_fine_tuning_files(
+            train_file, dev_file, test_file, column_names, mine_negatives, negatives, seed
+        )
+    else:
+        train = load_as2(data, train_split, column_names)
+        dev = load_as2(dev_data or data, dev_split, column_names)
+        test = []
+    train = clean(train) if train_clean else train
+    dev = clean(dev) if dev_clean else dev
+    if dev_questions is not None:
+        dev = first_questions(dev, dev_questions)
+    best = finetune_as2(spec, train, dev, out, config, overwrite)
+    if test:
+        ranker = load_ranker(str(out / "model"))
+        best["test"] = score_as2(ranker, clean(test), batch_size=config.eval_batch_size)
+    typer.echo(json.dumps({"model": str(out / "model"), **best}, indent=2))
+
+
+def _exit_layers(text: str) -> tuple[int, ...]:
+    """``--exits 2,4,6`` -> ``(2, 4, 6)``."""
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise InputError(f"expected comma-separated layers, got {text!r}", field="exits") from None
+
+
+@app.command("cross-thought")
+def cross_thought(
+    task: Annotated[Literal["as2", "sick-e", "mrpc"], typer.Option(help="the task")],
+    init: Annotated[
+        str,
+        typer.Option(
+            help="a pre-trained cross-thought model folder, or 'backbone': --backbone's "
+            "weights with no pre-training (MLM-1 architecture, cosine Eq. 10)"
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="run folder; AS2 keeps the best ranker in OUT/model")],
+    data: Annotated[
+        str,
+        typer.Option(help="as2: NAME:PATH (e.g. wikiqa:DIR); sick-e/mrpc: the shared data folder"),
+    ] = "../shared/data",
+    max_steps: Annotated[int, typer.Option(min=1)] = 500,
+    batch_size: Annotated[
+        int | None, typer.Option(min=1, help="default: 8 questions / 32 pairs")
+    ] = None,
+    lr: Annotated[
+        float | None, typer.Option(callback=positive, help="default: 5e-5 (AS2) / 2e-5 (pairs)")
+    ] = None,
+    negatives: Annotated[int, typer.Option(min=1, help="AS2: sampled negatives per question")] = 15,
+    eval_every: Annotated[int, typer.Option(min=1)] = 100,
+    seed: SeedOption = 42,
+    backbone: Annotated[str, typer.Option(help="with --init backbone: the encoder")] = (
+        "all-MiniLM-L6-v2"
+    ),
+) -> None:
+    """Fine-tune a pre-trained Cross-Thought: answer selection (Eq. 10) or pairs (Eq. 11)."""
+    from ctxsent.io import check_writable
+    from ctxsent.training.cross_thought_train import FineTuneConfig, finetune_cross_thought
+
+    check_writable(out, folder=True)
+    as2 = task == "as2"
+    config = FineTuneConfig(
+        learning_rate=lr or (5e-5 if as2 else 2e-5),
+        max_steps=max_steps,
+        batch_size=batch_size or (8 if as2 else 32),
+        negatives=negatives,
+        eval_every=eval_every,
+        seed=seed,
+    )
+    result = finetune_cross_thought(task, init, out, data, config, backbone)
+    typer.echo(json.dumps(result, indent=2))

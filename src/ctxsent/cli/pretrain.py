@@ -1,0 +1,190 @@
+"""``ctxsent pretrain``: Cross-Thought (or its MLM baselines), the RNN-CNN and Mean-Max AAE
+encoders, and SSP continuous pre-training (MLM + SSP, or ELECTRA: MLM + RTD + SSP).
+
+Each reads a data folder from ``ctxsent pretrain-data``; each run folder resumes when the
+command is run again with it. Encoder settings come from the preset, then
+``--word-vectors``, ``--max-minutes``, ``--max-steps`` and ``--set key=value`` (any field of
+:class:`~ctxsent.training.encoder_presets.PretrainConfig`; tuples as ``600,1200``, ``none``
+for no value).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from ctxsent.cli.options import DevicesOption, OverwriteOption, SeedOption, positive
+from ctxsent.errors import InputError
+from ctxsent.training.encoder_presets import PRESETS, parse_overrides, preset_config
+from ctxsent.training.settings import Accelerator, Precision
+
+app = typer.Typer(no_args_is_help=True, help="Pre-train sentence encoders on a corpus.")
+CROSS_THOUGHT_PRESETS = (
+    "cross-thought-{1,3,5}-64, cross-thought-1-512, mlm-1-64, mlm-1-512 (paper scale) "
+    "or the same names + '-cpu' (minutes on a laptop)"
+)
+
+
+@app.command("cross-thought")
+def cross_thought(
+    preset: Annotated[str, typer.Option(help=CROSS_THOUGHT_PRESETS)],
+    data: Annotated[
+        Path, typer.Option(help="a data folder from 'ctxsent pretrain-data cross-thought'")
+    ],
+    out: Annotated[Path, typer.Option(help="run folder (OUT/model, OUT/summary.json); resumable")],
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            callback=positive, help="stop after this many minutes (total, across resumes)"
+        ),
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, help="override the preset's steps")
+    ] = None,
+    backbone: Annotated[
+        str, typer.Option(help="tokenizer and architecture (BERT-style); the data's tokenizer")
+    ] = "all-MiniLM-L6-v2",
+    init: Annotated[
+        Literal["backbone", "random"] | None,
+        typer.Option(help="'backbone' (its weights) or 'random'; default: the preset's choice"),
+    ] = None,
+    precision: Precision = "auto",
+    accelerator: Accelerator = "auto",
+    devices: DevicesOption = "auto",
+    seed: SeedOption = 0,
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Pre-train a Cross-Thought encoder (or an MLM baseline) on a data folder."""
+    from ctxsent.io import check_writable
+    from ctxsent.training.cross_thought_train import PretrainConfig, pretrain_cross_thought
+
+    check_writable(out, folder=True)
+    config = PretrainConfig(
+        preset=preset,
+        backbone=backbone,
+        from_backbone=None if init is None else init == "backbone",
+        max_steps=max_steps,
+        budget_minutes=budget,
+        precision=precision,
+        accelerator=accelerator,
+        devices=devices,
+        seed=seed,
+    )
+    config.resolved_preset()  # unknown preset: fail before reading the data
+    summary = pretrain_cross_thought(data, out, config, overwrite)
+    typer.echo(json.dumps(summary, indent=2))
+
+
+@app.command("encoder")
+def encoder(
+    preset: str | None = typer.Argument(
+        None, help="A preset name (see --list) e.g. rnn-cnn-small-cpu."
+    ),
+    data: Path | None = typer.Option(
+        None, help="Data folder from 'ctxsent pretrain-data encoder' (same vocabulary settings)."
+    ),
+    out: Path | None = typer.Option(None, help="Run folder; rerun with it to resume."),
+    word_vectors: str | None = typer.Option(
+        None, help="GloVe/word2vec file or folder, 'glove-6b-50d', or 'none' (random init)."
+    ),
+    max_minutes: float | None = typer.Option(
+        None, callback=positive, help="Wall-clock budget of the whole run."
+    ),
+    max_steps: int | None = typer.Option(None, min=1, help="Optimiser steps of the whole run."),
+    set_: list[str] = typer.Option([], "--set", help="Override a setting: KEY=VALUE."),
+    list_presets: bool = typer.Option(False, "--list", help="Print the presets and exit."),
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Pre-train an RNN-CNN or Mean-Max AAE sentence encoder; saves OUT/encoder."""
+    from ctxsent.io import check_writable
+    from ctxsent.training.encoder_pretrain import pretrain_encoder as run
+
+    if list_presets:
+        for name, overrides in PRESETS.items():
+            typer.echo(f"{name}: {json.dumps(overrides)}")
+        return
+    if preset is None:
+        raise InputError("name a preset (see --list)", field="preset")
+    if data is None or out is None:
+        raise InputError("--data and --out are required", field="data" if data is None else "out")
+    check_writable(out, folder=True)
+    overrides = parse_overrides(set_)
+    for key, value in (
+        ("word_vectors", word_vectors),
+        ("max_minutes", max_minutes),
+        ("max_steps", max_steps),
+    ):
+        if value is not None:
+            overrides[key] = value
+    config = preset_config(preset, overrides)
+    summary = run(data, out, config, overwrite)
+    typer.echo(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=2))
+    typer.echo(f"encoder saved to {out / 'encoder'}")
+
+
+@app.command("ssp")
+def ssp(
+    data: Annotated[Path, typer.Option(help="folder from 'ctxsent pretrain-data ssp'")],
+    out: Annotated[Path, typer.Option(help="run folder; the model goes to OUT/model")],
+    preset: Annotated[
+        str,
+        typer.Option(
+            help="ssp-{sdc,dpc,dslc,all}[-electra|-electra-small] (GPU scale) or "
+            "ssp-...[-electra]-cpu; ELECTRA presets use the data's tokenizer (--train-tokenizer)"
+        ),
+    ] = "ssp-dpc-cpu",
+    backbone: Annotated[
+        str | None, typer.Option(help="override the preset's backbone (not for ELECTRA)")
+    ] = None,
+    max_steps: Annotated[int | None, typer.Option(min=1)] = None,
+    batch_size: Annotated[int | None, typer.Option(min=1)] = None,
+    lr: Annotated[float | None, typer.Option(callback=positive)] = None,
+    head_lr_scale: Annotated[
+        float | None,
+        typer.Option(callback=positive, help="learning-rate multiplier of the new SSP head"),
+    ] = None,
+    warmup_steps: Annotated[int | None, typer.Option(min=0)] = None,
+    ssp_weight: Annotated[
+        float | None,
+        typer.Option(
+            min=0, help="SSP loss weight (paper: 1, equal to MLM); 0 = the MLM-only control"
+        ),
+    ] = None,
+    readout: Annotated[
+        Literal["cls", "mean"] | None,
+        typer.Option(help="cls (the paper's [CLS] head) | mean (the cascade's mean-pooled FFN)"),
+    ] = None,
+    save_every: Annotated[int | None, typer.Option(min=1)] = None,
+    precision: Precision | None = None,
+    accelerator: Accelerator | None = None,
+    devices: DevicesOption = None,
+    seed: Annotated[int | None, typer.Option(min=0)] = None,
+    overwrite: OverwriteOption = False,
+) -> None:
+    """MLM + SSP (or ELECTRA: MLM + RTD + SSP) pre-training; resumable; fine-tune OUT/model."""
+    from ctxsent.io import check_writable
+    from ctxsent.training.ssp_pretrain import preset as named
+    from ctxsent.training.ssp_pretrain import pretrain_ssp as run
+
+    check_writable(out, folder=True)
+    config = named(
+        preset,
+        backbone=backbone,
+        max_steps=max_steps,
+        batch_size=batch_size,
+        learning_rate=lr,
+        head_lr_scale=head_lr_scale,
+        warmup_steps=warmup_steps,
+        ssp_weight=ssp_weight,
+        readout=readout,
+        save_every=save_every,
+        precision=precision,
+        accelerator=accelerator,
+        devices=devices,
+        seed=seed,
+    )
+    result = run(data, out, config, overwrite=overwrite)
+    typer.echo(json.dumps({k: result[k] for k in ("steps", "final")}, indent=2))

@@ -1,0 +1,63 @@
+"""Score a ranker on AS2 records and report what ``ctxsent eval as2`` prints.
+
+Metrics follow :mod:`ctxsent.evaluation.as2_metrics` (ties ranked pessimistically); a
+second model is compared on the same questions with paired-bootstrap 95% intervals
+(:mod:`ctxsent.evaluation.significance`); a staged ranker adds its drop rates and cost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from ctxsent.evaluation.as2_metrics import as2_metrics, per_question_as2_metrics
+from ctxsent.evaluation.significance import paired_bootstrap
+from ctxsent.protocols import Ranker, StagedRanker
+from ctxsent.tasks.as2_records import As2Record
+
+COMPARED_METRICS = ("map", "mrr", "p@1", "ndcg@10")
+
+
+def score_as2(ranker: Ranker, records: Sequence[As2Record], batch_size: int = 64) -> dict:
+    """MAP, MRR, P@1, nDCG@10 and Hits@k of ``ranker`` on ``records``."""
+    scores = ranker.predict(records, batch_size=batch_size)
+    return as2_metrics([r.question_id for r in records], [r.label for r in records], scores)
+
+
+def evaluate_as2(
+    ranker: Ranker,
+    records: Sequence[As2Record],
+    against: Ranker | None = None,
+    batch_size: int = 64,
+    show_progress: bool = False,
+) -> dict:
+    """``ranker``'s metrics on ``records`` with its speed, its cost if it is staged, and, with
+    ``against``, the second model's metrics and the paired differences (``ranker`` minus it)."""
+    ids, labels = [r.question_id for r in records], [r.label for r in records]
+    start = time.perf_counter()
+    scores = ranker.predict(records, batch_size=batch_size, show_progress=show_progress)
+    seconds = time.perf_counter() - start
+    per_question = per_question_as2_metrics(ids, labels, scores)
+    report = {
+        "ties": "pessimistic",
+        **per_question.summary(),
+        "seconds": round(seconds, 2),
+        "pairs_per_second": round(len(records) / seconds, 1),
+    }
+    cost = ranker.last_cost if isinstance(ranker, StagedRanker) else None
+    if cost is not None:
+        report["alphas"] = ranker.alphas
+        report["relative_cost"] = round(cost.relative, 4)
+        report["candidates_per_exit"] = cost.candidates_per_exit
+    if against is not None:
+        other = per_question_as2_metrics(
+            ids, labels, against.predict(records, batch_size=batch_size)
+        )
+        report["against"] = {
+            **other.mean(),
+            "difference": {
+                name: paired_bootstrap(per_question.values[name], other.values[name]).as_dict()
+                for name in COMPARED_METRICS
+            },
+        }
+    return report
