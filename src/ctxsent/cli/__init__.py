@@ -10,6 +10,7 @@ module                 commands
 :mod:`.finetune`       ``finetune as2 | cross-thought``
 :mod:`.evaluate`       ``eval as2 | senteval | ssp | retrieval``
 :mod:`.cascade`        ``cascade tune | sequential``
+:mod:`.pipeline`       ``pipeline build``
 :mod:`.rank`           ``rank``, ``demo``
 :mod:`.serve`          ``serve``
 ``ctxsent.export``     ``export``
@@ -40,6 +41,7 @@ from ctxsent.cli import (
     data,
     evaluate,
     finetune,
+    pipeline,
     pretrain,
     pretrain_data,
     rank,
@@ -84,6 +86,7 @@ app.add_typer(pretrain.app, name="pretrain")
 app.add_typer(finetune.app, name="finetune")
 app.add_typer(evaluate.app, name="eval")
 app.add_typer(cascade.app, name="cascade")
+app.add_typer(pipeline.app, name="pipeline")
 app.command("rank")(rank.rank)
 app.command("demo")(rank.demo)
 app.command("serve")(serve.serve)
