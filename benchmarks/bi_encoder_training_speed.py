@@ -27,7 +27,9 @@ bf16; the JSON says which). Time per step is measured from the end of the last w
 step to the end of the last step (Lightning's ``on_train_batch_end`` and the HF trainer's
 ``on_step_end``, both after the optimiser step, so data loading is included); peak RSS
 is read at the last step and at the process end (which adds ctxsent's dev evaluation
-and save). Rounds alternate which side runs first. Prints one JSON object.
+and save). Rounds alternate which side runs first. On a shared machine the process CPU
+time per step (one thread: the work done, whatever the load) is reported next to wall
+time. Prints one JSON object.
 
     HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python \
         benchmarks/bi_encoder_training_speed.py --data wikiqa:../shared/data/wikiqa --rounds 3
@@ -96,10 +98,11 @@ def run_ctxsent(args, out: dict) -> None:
         **{**BI_ENCODER_RECIPE, "max_steps": steps, "eval_every": steps, "seed": SEED},
         in_batch_negatives=args.in_batch_negatives,
     )
-    out.update(ends=[], batches=[], real_tokens=[], padded_tokens=[], texts=[])
+    out.update(ends=[], cpu=[], batches=[], real_tokens=[], padded_tokens=[], texts=[])
 
     def on_train_batch_end(module, outputs, batch, batch_idx) -> None:  # timing only
         out["ends"].append(time.perf_counter())
+        out["cpu"].append(time.process_time())
         features, _, indices = batch
         out["batches"].append(indices.tolist())
         out["texts"].append(len(features["order"]))
@@ -136,7 +139,7 @@ def run_sentence_transformers(args, out: dict) -> None:
         {f"column_{i}": list(column) for i, column in enumerate(zip(*rows, strict=True))}
     )
     steps = args.warmup + args.steps
-    out.update(ends=[], real_tokens=[], padded_tokens=[], texts=[])
+    out.update(ends=[], cpu=[], real_tokens=[], padded_tokens=[], texts=[])
 
     class Loss(MultipleNegativesRankingLoss):
         def forward(self, sentence_features, labels):  # counts tokens only
@@ -153,6 +156,7 @@ def run_sentence_transformers(args, out: dict) -> None:
     class Timer(TrainerCallback):
         def on_step_end(self, arguments, state, control, **kwargs):
             out["ends"].append(time.perf_counter())
+            out["cpu"].append(time.process_time())
             if len(out["ends"]) == steps:
                 out["peak_rss_mb_at_last_step"] = peak_rss_mb()
 
@@ -291,10 +295,13 @@ def main() -> None:
     def summary(side: str) -> dict:
         runs = results[side]
         rates = [args.steps / (r["ends"][steps - 1] - r["ends"][args.warmup - 1]) for r in runs]
+        cpu = [(r["cpu"][steps - 1] - r["cpu"][args.warmup - 1]) / args.steps for r in runs]
         tokens = [sum(r["real_tokens"][args.warmup : steps]) for r in runs]
         return {
             "steps_per_second": [round(x, 4) for x in rates],
             "median_steps_per_second": round(statistics.median(rates), 4),
+            "cpu_seconds_per_step": [round(x, 3) for x in cpu],
+            "median_cpu_seconds_per_step": round(statistics.median(cpu), 3),
             "real_tokens_per_second": [
                 round(t * x / args.steps, 1) for t, x in zip(tokens, rates, strict=True)
             ],
@@ -329,6 +336,9 @@ def main() -> None:
         "steps_per_second_ratio_per_round": [round(r, 3) for r in ratios],
         "steps_per_second_ratio_of_medians": round(
             ours["median_steps_per_second"] / peer["median_steps_per_second"], 3
+        ),
+        "cpu_time_per_step_ratio_st_over_ctxsent": round(
+            peer["median_cpu_seconds_per_step"] / ours["median_cpu_seconds_per_step"], 3
         ),
         "real_tokens_per_second_ratio_of_medians": round(
             statistics.median(ours["real_tokens_per_second"])
