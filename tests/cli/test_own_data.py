@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 
 import pandas as pd
 
 from synthetic import synthetic_as2
 
 COLUMNS = "question_id=Id,question=Query,candidate=Passage,label=Relevant"
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ctxsent.cli", *args], capture_output=True, text=True, timeout=300
-    )
 
 
 def own_file(path, questions: int, seed: int, *, labels: bool = True):
@@ -48,21 +40,19 @@ def test_finetune_on_own_files_then_evaluate_a_parquet_file(tmp_path, tiny_bert)
     dev = own_file(tmp_path / "dev.tsv", 4, seed=2)
     test = own_file(tmp_path / "test.parquet", 4, seed=3)
     out = tmp_path / "run"
-    trained = run_cli(
+    trained, report = invoke(
         "finetune", "as2", "--train", str(train), "--dev", str(dev), "--test", str(test),
         "--columns", COLUMNS, "--out", str(out), "--init", str(tiny_bert), "--max-steps", "2",
         "--eval-every", "1", "--batch-size", "8", "--max-length", "32",
     )  # fmt: skip
-    assert trained.returncode == 0, trained.stderr
-    report = json.loads(trained.stdout)
+    assert trained.exit_code == 0, trained.output
     assert report["model"] == str(out / "model") and (out / "model").is_dir()
     assert report["dev"]["questions"] == 4 and report["test"]["pairs"] == 16
 
-    evaluated = run_cli(
+    evaluated, scores = invoke(
         "eval", "as2", "--model", str(out / "model"), "--data", str(test), "--columns", COLUMNS
     )
-    assert evaluated.returncode == 0, evaluated.stderr
-    scores = json.loads(evaluated.stdout)
+    assert evaluated.exit_code == 0, evaluated.output
     assert (scores["questions"], scores["pairs"]) == (4, 16)
 
 

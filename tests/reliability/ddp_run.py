@@ -1,11 +1,14 @@
-"""A tiny AS2 fine-tuning run on 1 or 2 CPU processes, as a script (Lightning relaunches it).
+"""Tiny AS2 fine-tuning runs on 1 or 2 CPU processes, as a script (Lightning relaunches it).
 
-    python tests/reliability/ddp_run.py TINY_BERT OUT DEVICES [cross-encoder|cascade]
+    python tests/reliability/ddp_run.py TINY_BERT OUT DEVICES KIND[,KIND...]
 
-Dropout is switched off so that the ranks' different random streams change
-nothing (each rank draws a different amount from its stream instead). Rank 0
-writes ``OUT/trace.json``: per step, the mean loss over all ranks, the training
-examples each rank saw and, for a cascade, the exit each rank trained.
+KIND is cross-encoder or cascade; the runs follow one another in the same processes (the
+first launches the ranks, the others reuse them and their process group). Dropout is
+switched off so that the ranks' different random streams change nothing (each rank draws
+a different amount from its stream instead). Rank 0 writes ``OUT/KIND/trace.json``: per
+step, the mean loss over all ranks, the training examples each rank saw and, for a
+cascade, the exit each rank trained. A test runs the one-process case in its own process
+through :func:`traced_runs`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,21 @@ GLOBAL_BATCH = 16
 STEPS = 4
 
 
-def main(tiny_bert: str, out: str, devices: int, kind: str) -> None:
+def traced_runs(tiny_bert: str, out: str | Path, devices: int, kinds: list[str]) -> None:
+    """Train each kind in turn on one thread and write its trace; this process's methods
+    and thread count are as before afterwards."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for kind in kinds:
+            _traced_run(tiny_bert, Path(out) / kind, devices, kind)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _traced_run(tiny_bert: str, out: Path, devices: int, kind: str) -> None:
     import torch
     import torch.distributed as dist
 
@@ -27,7 +44,6 @@ def main(tiny_bert: str, out: str, devices: int, kind: str) -> None:
     from ctxsent.training import as2_finetune
     from synthetic import synthetic_as2
 
-    torch.set_num_threads(1)
     trace: list[dict] = []
     exits: list[int | None] = [None]  # the cascade's latest sampled exit
     train_step = as2_finetune.As2FineTuneModule.training_step
@@ -56,35 +72,34 @@ def main(tiny_bert: str, out: str, devices: int, kind: str) -> None:
 
     as2_finetune.As2FineTuneModule.training_step = traced_step
     CascadeRanker.forward_exits = traced_exits
-    torch.manual_seed(0)
-    model = CascadeRanker if kind == "cascade" else CrossEncoderRanker
-    ranker = model.from_backbone(tiny_bert, max_length=32)
-    for module in ranker.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.0
-    config = as2_finetune.As2TrainConfig(
-        learning_rate=3e-3,
-        batch_size=GLOBAL_BATCH,
-        epochs=1,
-        max_steps=STEPS,
-        eval_every=STEPS,
-        warmup_ratio=0.0,
-        seed=0,
-        precision="fp32",
-        accelerator="cpu",
-        devices=devices,
-    )
-    train, dev = synthetic_as2(16, seed=1), synthetic_as2(4, seed=2)
-    as2_finetune.finetune_as2(ranker, train, dev, out, config)
+    try:
+        torch.manual_seed(0)
+        model = CascadeRanker if kind == "cascade" else CrossEncoderRanker
+        ranker = model.from_backbone(tiny_bert, max_length=32)
+        for module in ranker.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+        config = as2_finetune.As2TrainConfig(
+            learning_rate=3e-3,
+            batch_size=GLOBAL_BATCH,
+            epochs=1,
+            max_steps=STEPS,
+            eval_every=STEPS,
+            warmup_ratio=0.0,
+            seed=0,
+            precision="fp32",
+            accelerator="cpu",
+            devices=devices,
+        )
+        train, dev = synthetic_as2(16, seed=1), synthetic_as2(4, seed=2)
+        as2_finetune.finetune_as2(ranker, train, dev, out, config)
+    finally:
+        as2_finetune.As2FineTuneModule.training_step = train_step
+        CascadeRanker.forward_exits = forward_exits
     if not dist.is_initialized() or dist.get_rank() == 0:
-        (Path(out) / "trace.json").write_text(json.dumps(trace))
+        (out / "trace.json").write_text(json.dumps(trace))
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for synthetic
-    main(
-        sys.argv[1],
-        sys.argv[2],
-        int(sys.argv[3]),
-        sys.argv[4] if len(sys.argv) > 4 else "cross-encoder",
-    )
+    traced_runs(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","))
