@@ -20,14 +20,17 @@ padded to its longest item, and the original order is restored at the end.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
 
@@ -158,6 +161,13 @@ NOT_CONTEXTUAL = (
 #: padded batch). On WikiQA batches of 8 questions, chunks of 16 pad to 1.5x the real tokens
 #: where 32 pad to 1.9x, and a CPU training step takes 25% less time.
 FORWARD_CHUNK = 16
+#: Padded length above which a training chunk runs with per-layer activation checkpointing
+#: (:func:`layer_checkpointing`). Attention activations grow with the square of the length:
+#: 16 MiniLM texts of 256 tokens keep 1.5 GB for the backward pass, more than all the other
+#: chunks of a WikiQA step together (about 0.8 GB), and set a run's peak memory; checkpointed
+#: they keep 50 MB, and one layer at a time is recomputed in the backward pass. On WikiQA 2%
+#: of the padded tokens lie in longer chunks, so the recomputation costs about that share.
+CHECKPOINT_LENGTH = 128
 
 
 @dataclass
@@ -307,8 +317,14 @@ class BiEncoderRanker(As2Ranker, nn.Module):
 
     def embed_features(self, features: dict[str, Any]) -> torch.Tensor:
         """L2-normalised embeddings ``(texts, dim)`` of a :meth:`features` batch's distinct
-        texts, with gradients."""
-        pooled = torch.cat([self.encoder(**chunk) for chunk in features["chunks"]])
+        texts, with gradients; in training, chunks longer than :data:`CHECKPOINT_LENGTH` run
+        under :func:`layer_checkpointing`."""
+        pooled = []
+        for chunk in features["chunks"]:
+            long = chunk["input_ids"].shape[1] > CHECKPOINT_LENGTH
+            with layer_checkpointing(self.encoder.transformer, long and self.training):
+                pooled.append(self.encoder(**chunk))
+        pooled = torch.cat(pooled)
         return nn.functional.normalize(pooled[features["order"].argsort()], p=2, dim=-1)
 
     def forward(self, features: dict[str, Any]) -> torch.Tensor:
@@ -316,6 +332,27 @@ class BiEncoderRanker(As2Ranker, nn.Module):
         embeddings = self.embed_features(features)
         q = embeddings[features["question_rows"]]
         return (q * embeddings[features["candidate_rows"]]).sum(dim=-1)
+
+
+@contextmanager
+def layer_checkpointing(transformer: PreTrainedModel, enabled: bool = True) -> Iterator[None]:
+    """Per-layer activation checkpointing of ``transformer`` inside the block, when ``enabled``
+    and gradients are on: each layer keeps only its input, and the backward pass recomputes it.
+
+    Non-reentrant :func:`torch.utils.checkpoint.checkpoint`, which keeps the autograd graph
+    and restores the RNG state for the recomputation: the dropout masks, the gradients and the
+    RNG stream after the step are bit for bit those of a plain forward pass (tested). This is
+    HF's own switch (what ``gradient_checkpointing_enable`` sets on the layers), without the
+    input-embedding hook that the public method adds on every call and never removes.
+    """
+    if not (enabled and torch.is_grad_enabled()):
+        yield
+        return
+    transformer._set_gradient_checkpointing(True, partial(checkpoint, use_reentrant=False))
+    try:
+        yield
+    finally:
+        transformer._set_gradient_checkpointing(False)
 
 
 def _default_max_length(path: str, tokenizer, config) -> int:
