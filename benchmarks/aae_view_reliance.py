@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from ctxsent.objectives.reconstruct import collate_reconstruction
 from ctxsent.tasks.senteval import get_task, load_task
 from ctxsent.text.vocabulary import PAD_ID, Vocabulary
-from ctxsent.training.encoder_presets import PretrainConfig
+from ctxsent.training.encoder_presets import EncoderPretrainConfig
 from ctxsent.training.encoder_pretrain import build_objective
 
 
@@ -31,7 +31,7 @@ def load_objective(run: Path, checkpoint: Path) -> torch.nn.Module:
     """Encoder + decoder of a ``ctxsent pretrain encoder`` run, from ``checkpoint``."""
     settings = json.loads((run / "pretrain.json").read_text(encoding="utf-8"))
     settings["decoder_dims"] = tuple(settings["decoder_dims"])
-    config = PretrainConfig(**settings)
+    config = EncoderPretrainConfig(**settings)
     if config.model != "mean-max-aae":
         raise SystemExit(f"{run}: a {config.model} run, not a Mean-Max AAE")
     objective = build_objective(config, Vocabulary.load(run / "vocab.txt"), vectors=None)

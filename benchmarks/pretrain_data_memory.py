@@ -103,9 +103,12 @@ def child(objective: str, data: Path, out: Path) -> None:
     L.Trainer.fit = measured_fit
     started = time.perf_counter()
     if kind == "cross-thought":
-        from ctxsent.training.cross_thought_train import PretrainConfig, pretrain_cross_thought
+        from ctxsent.training.cross_thought_train import (
+            CrossThoughtPretrainConfig,
+            pretrain_cross_thought,
+        )
 
-        config = PretrainConfig(preset=preset, max_steps=1, accelerator="cpu")
+        config = CrossThoughtPretrainConfig(preset=preset, max_steps=1, accelerator="cpu")
         pretrain_cross_thought(data, out, config, overwrite=True)
     else:
         from ctxsent.training.encoder_presets import preset_config

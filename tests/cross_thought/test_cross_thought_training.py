@@ -19,9 +19,9 @@ from ctxsent.objectives.pretrain_data import SUMMARY, build_cross_thought_data
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.tasks.senteval import Pairs
 from ctxsent.training.cross_thought_train import (
-    FineTuneConfig,
+    CrossThoughtFineTuneConfig,
+    CrossThoughtPretrainConfig,
     PairClassifier,
-    PretrainConfig,
     answer_selection_loss,
     finetune_answer_selection,
     finetune_pair_classifier,
@@ -43,9 +43,11 @@ def ct_data(tiny_bert, tmp_path_factory):
     return root / "data"
 
 
-def _pretrain_config(tiny_bert, **settings) -> PretrainConfig:
+def _pretrain_config(tiny_bert, **settings) -> CrossThoughtPretrainConfig:
     settings = {"max_steps": 2, "accelerator": "cpu", "precision": "fp32", **settings}
-    return PretrainConfig(preset="cross-thought-3-64-cpu", backbone=str(tiny_bert), **settings)
+    return CrossThoughtPretrainConfig(
+        preset="cross-thought-3-64-cpu", backbone=str(tiny_bert), **settings
+    )
 
 
 def test_pretraining_saves_a_model_and_resumes(tiny_bert, ct_data, tmp_path):
@@ -134,7 +136,7 @@ def test_answer_selection_fine_tuning_learns_and_saves_a_ranker(tmp_path):
     train, dev = _same_shape_as2(60, seed=0), _same_shape_as2(12, seed=1)
     # The bar needs this seed: over seeds 0-7 the best dev MAP is 0.62-0.90 (0.86 here, the
     # same after 1e-6 relative noise on every weight, so it does not hang on rounding).
-    config = FineTuneConfig(
+    config = CrossThoughtFineTuneConfig(
         learning_rate=3e-3, max_steps=60, batch_size=8, negatives=3, eval_every=20, seed=42
     )
     summary = finetune_answer_selection(model, train, dev, tmp_path, config)
@@ -159,7 +161,9 @@ def test_pair_classifier_uses_flattened_cross_sequence_outputs_and_learns():
     model = tiny_model(num_special=3)
     classifier = PairClassifier(model, classes=2)
     assert classifier.classifier.in_features == 2 * 3 * 32  # C-bar is 2N x d
-    config = FineTuneConfig(learning_rate=3e-3, max_steps=40, batch_size=16, eval_every=20)
+    config = CrossThoughtFineTuneConfig(
+        learning_rate=3e-3, max_steps=40, batch_size=16, eval_every=20
+    )
     result = finetune_pair_classifier(
         model, _colour_pairs(200, 0), _colour_pairs(40, 1), _colour_pairs(60, 2), 2, config
     )

@@ -271,16 +271,26 @@ CONFIG_CASES = [
         "one of auto, cpu, gpu, cuda",
     ),
     ("as2_finetune.As2RankerSpec", {"max_length": 2}, "max_length", "must be >= 8, got 2"),
-    ("cross_thought_train.FineTuneConfig", {"eval_every": 0}, "eval_every", "must be >= 1, got 0"),
-    ("cross_thought_train.FineTuneConfig", {"negatives": 0}, "negatives", "must be >= 1, got 0"),
     (
-        "cross_thought_train.PretrainConfig",
+        "cross_thought_train.CrossThoughtFineTuneConfig",
+        {"eval_every": 0},
+        "eval_every",
+        "must be >= 1, got 0",
+    ),
+    (
+        "cross_thought_train.CrossThoughtFineTuneConfig",
+        {"negatives": 0},
+        "negatives",
+        "must be >= 1, got 0",
+    ),
+    (
+        "cross_thought_train.CrossThoughtPretrainConfig",
         {"preset": "mlm-1-64-cpu", "max_steps": 0},
         "max_steps",
         "must be >= 1",
     ),
     (
-        "cross_thought_train.PretrainConfig",
+        "cross_thought_train.CrossThoughtPretrainConfig",
         {"preset": "mlm-1-64-cpu", "precision": "fp8"},
         "precision",
         "one of auto",
@@ -297,7 +307,12 @@ CONFIG_CASES = [
         "dropout",
         "< 1",
     ),
-    ("ssp_pretrain.SspPretrainConfig", {"save_every": 0}, "save_every", "must be >= 1, got 0"),
+    (
+        "ssp_pretrain.SspPretrainConfig",
+        {"checkpoint_every": 0},
+        "checkpoint_every",
+        "must be >= 1, got 0",
+    ),
     ("ssp_pretrain.SspPretrainConfig", {"accelerator": "tpu"}, "accelerator", "one of auto"),
 ]
 

@@ -214,7 +214,7 @@ def test_electra_pretraining_resumes_exactly(data, tmp_path):
         batch_size=4,
         max_steps=4,
         warmup_steps=1,
-        save_every=2,
+        checkpoint_every=2,
         max_length=64,
         accelerator="cpu",
         precision="fp32",

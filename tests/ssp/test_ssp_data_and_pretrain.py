@@ -89,7 +89,7 @@ def _config(steps, **kwargs):
         batch_size=8,
         max_steps=steps,
         warmup_steps=2,
-        save_every=2,
+        checkpoint_every=2,
         learning_rate=1e-3,
         max_length=64,
         accelerator="cpu",

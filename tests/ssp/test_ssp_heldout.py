@@ -54,7 +54,7 @@ def test_pretraining_reports_heldout_ssp_and_the_cli_reproduces_it(ssp_data, tin
     torch.manual_seed(0)
     ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), contextual=True, max_length=64)
     config = SspPretrainConfig(
-        objective="dslc", batch_size=8, max_steps=4, warmup_steps=1, save_every=4,
+        objective="dslc", batch_size=8, max_steps=4, warmup_steps=1, checkpoint_every=4,
         learning_rate=1e-3, max_length=64, accelerator="cpu", precision="fp32",
         heldout_examples=50,
     )  # fmt: skip

@@ -286,11 +286,14 @@ def cross_thought(
 ) -> None:
     """Fine-tune a pre-trained Cross-Thought: answer selection (Eq. 10) or pairs (Eq. 11)."""
     from ctxsent.io import check_writable
-    from ctxsent.training.cross_thought_train import FineTuneConfig, finetune_cross_thought
+    from ctxsent.training.cross_thought_train import (
+        CrossThoughtFineTuneConfig,
+        finetune_cross_thought,
+    )
 
     check_writable(out, folder=True)
     as2 = task == "as2"
-    config = FineTuneConfig(
+    config = CrossThoughtFineTuneConfig(
         learning_rate=lr or (5e-5 if as2 else 2e-5),
         max_steps=max_steps,
         batch_size=batch_size or (8 if as2 else 32),

@@ -4,7 +4,7 @@ encoders, and SSP continuous pre-training (MLM + SSP, or ELECTRA: MLM + RTD + SS
 Each reads a data folder from ``ctxsent pretrain-data``; each run folder resumes when the
 command is run again with it. Encoder settings come from the preset, then
 ``--word-vectors``, ``--max-minutes``, ``--max-steps`` and ``--set key=value`` (any field of
-:class:`~ctxsent.training.encoder_presets.PretrainConfig`; tuples as ``600,1200``, ``none``
+:class:`~ctxsent.training.encoder_presets.EncoderPretrainConfig`; tuples as ``600,1200``, ``none``
 for no value).
 """
 
@@ -35,10 +35,13 @@ def cross_thought(
         Path, typer.Option(help="a data folder from 'ctxsent pretrain-data cross-thought'")
     ],
     out: Annotated[Path, typer.Option(help="run folder (OUT/model, OUT/summary.json); resumable")],
-    budget: Annotated[
+    max_minutes: Annotated[
         float | None,
         typer.Option(
-            callback=positive, help="stop after this many minutes (total, across resumes)"
+            "--max-minutes",
+            "--budget",
+            callback=positive,
+            help="stop after this many minutes (total, across resumes)",
         ),
     ] = None,
     max_steps: Annotated[
@@ -59,15 +62,18 @@ def cross_thought(
 ) -> None:
     """Pre-train a Cross-Thought encoder (or an MLM baseline) on a data folder."""
     from ctxsent.io import check_writable
-    from ctxsent.training.cross_thought_train import PretrainConfig, pretrain_cross_thought
+    from ctxsent.training.cross_thought_train import (
+        CrossThoughtPretrainConfig,
+        pretrain_cross_thought,
+    )
 
     check_writable(out, folder=True)
-    config = PretrainConfig(
+    config = CrossThoughtPretrainConfig(
         preset=preset,
         backbone=backbone,
         from_backbone=None if init is None else init == "backbone",
         max_steps=max_steps,
-        budget_minutes=budget,
+        max_minutes=max_minutes,
         precision=precision,
         accelerator=accelerator,
         devices=devices,
@@ -157,7 +163,10 @@ def ssp(
         Literal["cls", "mean"] | None,
         typer.Option(help="cls (the paper's [CLS] head) | mean (the cascade's mean-pooled FFN)"),
     ] = None,
-    save_every: Annotated[int | None, typer.Option(min=1)] = None,
+    checkpoint_every: Annotated[
+        int | None,
+        typer.Option("--checkpoint-every", "--save-every", min=1, help="steps between checkpoints"),
+    ] = None,
     precision: Precision | None = None,
     accelerator: Accelerator | None = None,
     devices: DevicesOption = None,
@@ -180,7 +189,7 @@ def ssp(
         warmup_steps=warmup_steps,
         ssp_weight=ssp_weight,
         readout=readout,
-        save_every=save_every,
+        checkpoint_every=checkpoint_every,
         precision=precision,
         accelerator=accelerator,
         devices=devices,

@@ -76,7 +76,7 @@ from ctxsent.training.settings import ACCELERATORS, PRECISIONS
 
 # ---- pre-training ------------------------------------------------------------------------------
 @dataclass
-class PretrainConfig:
+class CrossThoughtPretrainConfig:
     """A pre-training run: a preset plus what this machine and budget change."""
 
     preset: str
@@ -84,7 +84,7 @@ class PretrainConfig:
     from_backbone: bool | None = None
     """Start the encoder from ``backbone``'s weights; ``None`` keeps the preset's choice."""
     max_steps: int | None = None
-    budget_minutes: float | None = None
+    max_minutes: float | None = None
     checkpoint_every: int = 200
     precision: str = "auto"
     accelerator: str = "auto"
@@ -93,7 +93,7 @@ class PretrainConfig:
 
     def __post_init__(self) -> None:
         check_range(self, "max_steps checkpoint_every", 1)
-        check_range(self, "budget_minutes", 0, above=True)
+        check_range(self, "max_minutes", 0, above=True)
         check_range(self, "seed", 0)
         check_choice(self, "precision", PRECISIONS)
         check_choice(self, "accelerator", ACCELERATORS)
@@ -158,12 +158,12 @@ class CrossThoughtPretrainModule(L.LightningModule):
 
 
 def pretrain_cross_thought(
-    data: str | Path, out: str | Path, config: PretrainConfig, overwrite: bool = False
+    data: str | Path, out: str | Path, config: CrossThoughtPretrainConfig, overwrite: bool = False
 ) -> dict:
     """Pre-train ``config.preset`` on the data folder ``data`` (``ctxsent pretrain-data
     cross-thought``, built with the run's backbone for a preset of the same sequence length).
 
-    Stops at the preset's ``max_steps`` or after ``budget_minutes``, whichever comes first;
+    Stops at the preset's ``max_steps`` or after ``max_minutes``, whichever comes first;
     returns (and writes to ``OUT/summary.json``) what was done. A rerun with the same ``OUT``
     resumes only with the same config and data (the budget and steps may change);
     ``overwrite`` starts it again (:mod:`~ctxsent.training.runs`).
@@ -180,7 +180,7 @@ def pretrain_cross_thought(
             out,
             {**asdict(config), "data": data_identity(data_summary)},
             state=("checkpoints", "model"),
-            may_change=("budget_minutes", "max_steps"),
+            may_change=("max_minutes", "max_steps"),
             overwrite=overwrite,
         )
     chunks = ArrowChunks(dataset, preset.sequence_length, model.tokenizer.pad_token_id or 0)
@@ -198,7 +198,7 @@ def pretrain_cross_thought(
         devices=config.devices,
         max_steps=preset.max_steps,
         max_epochs=-1,
-        max_time={"minutes": config.budget_minutes} if config.budget_minutes else None,
+        max_time={"minutes": config.max_minutes} if config.max_minutes else None,
         precision=lightning_precision(config.precision, device_type),
         gradient_clip_val=1.0,
         callbacks=[checkpoints, FollowTrainer(batches), StderrProgressBar(refresh_rate=10)],
@@ -236,7 +236,7 @@ def pretrain_cross_thought(
 
 # ---- fine-tuning ---------------------------------------------------------------------------------
 @dataclass
-class FineTuneConfig:
+class CrossThoughtFineTuneConfig:
     """Shared fine-tuning settings (section 4.2 values where the paper gives them)."""
 
     learning_rate: float = 5e-5
@@ -263,7 +263,7 @@ EMBED_CHUNK = 32
 
 def _optimise(
     parameters: list[nn.Parameter],
-    config: FineTuneConfig,
+    config: CrossThoughtFineTuneConfig,
     step_loss: Callable[[int, np.random.Generator], torch.Tensor],
     evaluate: Callable[[int], float],
 ) -> None:
@@ -300,10 +300,10 @@ def finetune_answer_selection(
     train: Sequence[As2Record],
     dev: Sequence[As2Record],
     out: str | Path,
-    config: FineTuneConfig | None = None,
+    config: CrossThoughtFineTuneConfig | None = None,
 ) -> dict:
     """Fine-tune with Eq. 10, keep the best dev-MAP ranker in ``OUT/model``; returns its metrics."""
-    config = config or FineTuneConfig()
+    config = config or CrossThoughtFineTuneConfig()
     out = Path(out)
     torch.manual_seed(config.seed)
     groups = [g for g in group_by_question(train).values() if any(r.label for r in g)]
@@ -406,10 +406,10 @@ def finetune_pair_classifier(
     dev: Pairs,
     test: Pairs,
     classes: int,
-    config: FineTuneConfig | None = None,
+    config: CrossThoughtFineTuneConfig | None = None,
 ) -> dict:
     """Train Eq. 11 on ``train``, pick the step with the best dev accuracy, score ``test``."""
-    config = config or FineTuneConfig(learning_rate=2e-5, batch_size=32)
+    config = config or CrossThoughtFineTuneConfig(learning_rate=2e-5, batch_size=32)
     torch.manual_seed(config.seed)
     classifier = PairClassifier(model, classes)
     labels = torch.as_tensor(train.labels, dtype=torch.long)
@@ -436,7 +436,7 @@ def finetune_pair_classifier(
 
 
 def finetune_cross_thought(
-    task: str, init: str, out: Path, data: str, config: FineTuneConfig, backbone: str
+    task: str, init: str, out: Path, data: str, config: CrossThoughtFineTuneConfig, backbone: str
 ) -> dict:
     """Fine-tune the Cross-Thought model ``init`` names (:func:`model_to_finetune`) on
     ``task``: ``as2`` (Eq. 10; the best ranker goes to ``out/model`` and is scored on the
@@ -468,7 +468,7 @@ def model_to_finetune(init: str, backbone: str):
     return CrossThoughtModel.from_pretrained(init)
 
 
-def _finetune_as2(model, data: str, out: Path, config: FineTuneConfig) -> dict:
+def _finetune_as2(model, data: str, out: Path, config: CrossThoughtFineTuneConfig) -> dict:
     from ctxsent.evaluation.as2_evaluation import score_as2
     from ctxsent.tasks.as2_load import load_as2
 
@@ -480,7 +480,7 @@ def _finetune_as2(model, data: str, out: Path, config: FineTuneConfig) -> dict:
     return summary
 
 
-def _finetune_pairs(model, task: str, data: str, config: FineTuneConfig) -> dict:
+def _finetune_pairs(model, task: str, data: str, config: CrossThoughtFineTuneConfig) -> dict:
     from ctxsent.tasks.senteval import get_task, load_task
 
     task_data = load_task(get_task(task), data)

@@ -1,6 +1,6 @@
 """Settings of encoder pre-training and the named presets of both papers.
 
-One flat :class:`PretrainConfig` covers RNN-CNN and Mean-Max AAE, so every preset and
+One flat :class:`EncoderPretrainConfig` covers RNN-CNN and Mean-Max AAE, so every preset and
 every ablation is a handful of overrides (:data:`PRESETS`) and the CLI's
 ``--set key=value`` reaches any setting. This module imports nothing heavy, so the CLI
 starts fast.
@@ -34,7 +34,7 @@ GLOVE_PACKAGE = "glove-6b-50d"
 
 
 @dataclass
-class PretrainConfig:
+class EncoderPretrainConfig:
     """Every setting of a pre-training run; ``model`` picks the paper."""
 
     model: str = "rnn-cnn"  # "rnn-cnn" or "mean-max-aae"
@@ -115,7 +115,7 @@ _AAE_CPU = {
     "epochs": 1000,
     "checkpoint_every": 200,
 }
-_RNN_CNN: dict = {}  # PretrainConfig's defaults are RNN-CNN small
+_RNN_CNN: dict = {}  # EncoderPretrainConfig's defaults are RNN-CNN small
 _FAMILIES: dict[str, tuple[dict, dict]] = {  # family -> (base settings, CPU settings)
     "rnn-cnn": (_RNN_CNN, _RNN_CNN_CPU),
     "mean-max-aae": (_AAE, _AAE_CPU),
@@ -150,7 +150,7 @@ _DISTINGUISHING: dict[str, tuple[str, dict]] = {  # preset -> (family, its own o
 
 def _scaled_width(key: str, paper_value: int | tuple, base: dict, cpu: dict) -> int | tuple:
     """``paper_value`` of width ``key`` times the factor ``cpu`` scales the base's width."""
-    default = getattr(PretrainConfig(), key)
+    default = getattr(EncoderPretrainConfig(), key)
     base_value, cpu_value = base.get(key, default), cpu.get(key, default)
     if isinstance(paper_value, tuple):
         return tuple(
@@ -172,21 +172,22 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def preset_config(name: str, overrides: dict | None = None) -> PretrainConfig:
+def preset_config(name: str, overrides: dict | None = None) -> EncoderPretrainConfig:
     """The config of preset ``name`` with ``overrides`` (field name -> value) applied."""
     if name not in PRESETS:
         raise InputError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})", field="preset")
     settings = {**PRESETS[name], **(overrides or {})}
-    known = {f.name for f in fields(PretrainConfig)}
+    known = {f.name for f in fields(EncoderPretrainConfig)}
     for key in settings:
         if key not in known:
             raise InputError(f"unknown setting (known: {', '.join(sorted(known))})", field=key)
-    return replace(PretrainConfig(), **settings)
+    return replace(EncoderPretrainConfig(), **settings)
 
 
 def parse_overrides(assignments: list[str]) -> dict:
-    """``["hidden_size=64", "decoder_dims=32,64"]`` -> typed values for :class:`PretrainConfig`."""
-    defaults = {f.name: f.default for f in fields(PretrainConfig)}
+    """``--set`` values: ``["hidden_size=64", "decoder_dims=32,64"]`` -> typed values for
+    :class:`EncoderPretrainConfig` (``none`` for no value)."""
+    defaults = {f.name: f.default for f in fields(EncoderPretrainConfig)}
     floats = {"learning_rate", "max_grad_norm", "max_minutes", "dropout"}
     parsed: dict = {}
     for assignment in assignments:

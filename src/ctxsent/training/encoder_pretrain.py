@@ -59,7 +59,7 @@ from ctxsent.objectives.reconstruct import (
 )
 from ctxsent.text.vocabulary import Vocabulary
 from ctxsent.training.checkpoints import newest_checkpoint
-from ctxsent.training.encoder_presets import GLOVE_PACKAGE, PretrainConfig
+from ctxsent.training.encoder_presets import GLOVE_PACKAGE, EncoderPretrainConfig
 from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import FollowTrainer, StreamBatches
@@ -70,7 +70,7 @@ LIMITS = ("max_steps", "max_minutes")  # may change when a run is resumed
 class EncoderPretrainModule(L.LightningModule):
     """Runs an objective (encoder + decoder + loss) with Adam."""
 
-    def __init__(self, objective: torch.nn.Module, config: PretrainConfig) -> None:
+    def __init__(self, objective: torch.nn.Module, config: EncoderPretrainConfig) -> None:
         super().__init__()
         self.objective, self.config = objective, config
 
@@ -85,7 +85,7 @@ class EncoderPretrainModule(L.LightningModule):
         return torch.optim.Adam(parameters, lr=self.config.learning_rate)
 
 
-def load_word_vectors(config: PretrainConfig) -> WordVectors | None:
+def load_word_vectors(config: EncoderPretrainConfig) -> WordVectors | None:
     if config.word_vectors == "none":
         return None
     if config.word_vectors == GLOVE_PACKAGE:
@@ -110,7 +110,7 @@ ENCODERS: dict[str, type[WordLevelEncoder]] = {
 
 
 def build_objective(
-    config: PretrainConfig, vocabulary: Vocabulary, vectors: WordVectors | None
+    config: EncoderPretrainConfig, vocabulary: Vocabulary, vectors: WordVectors | None
 ) -> torch.nn.Module:
     """The encoder (embeddings from ``vectors`` when given) wrapped in its paper's objective."""
     encoder_class(config)  # a known model
@@ -154,7 +154,10 @@ def build_objective(
 
 
 def export_encoder(
-    encoder: WordLevelEncoder, vectors: WordVectors | None, config: PretrainConfig, folder: Path
+    encoder: WordLevelEncoder,
+    vectors: WordVectors | None,
+    config: EncoderPretrainConfig,
+    folder: Path,
 ) -> int:
     """Save the encoder alone, its vocabulary expanded; returns the saved vocabulary size."""
     vocabulary = encoder.vocabulary
@@ -168,7 +171,7 @@ def export_encoder(
     return len(vocabulary)
 
 
-def encoder_class(config: PretrainConfig) -> type[WordLevelEncoder]:
+def encoder_class(config: EncoderPretrainConfig) -> type[WordLevelEncoder]:
     """The encoder class ``config.model`` trains (:data:`ENCODERS`)."""
     if config.model not in ENCODERS:
         known = ", ".join(ENCODERS)
@@ -177,7 +180,7 @@ def encoder_class(config: PretrainConfig) -> type[WordLevelEncoder]:
 
 
 def pretrain_encoder(
-    data: str | Path, out_dir: str | Path, config: PretrainConfig, overwrite: bool = False
+    data: str | Path, out_dir: str | Path, config: EncoderPretrainConfig, overwrite: bool = False
 ) -> dict:
     """Train per ``config`` on the data folder ``data``; write ``OUT`` (module docstring).
 

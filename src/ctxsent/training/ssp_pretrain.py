@@ -24,9 +24,9 @@ Decisions where the paper is silent or does not apply:
 * Masking is drawn in the training step from a generator seeded by
   ``(seed, step)``, batches depend only on the seed and the step
   (:class:`~ctxsent.training.sampling.StepBatches`), and dropout is seeded by
-  the step too; checkpoints are taken every ``save_every`` steps, so a run resumed from
+  the step too; checkpoints are taken every ``checkpoint_every`` steps, so a run resumed from
   ``OUT/checkpoints/last.ckpt`` continues with the exact batches and masks an
-  uninterrupted run would have used (up to ``save_every`` steps after the last
+  uninterrupted run would have used (up to ``checkpoint_every`` steps after the last
   checkpoint are redone).
 * At the end, the SSP head is scored on ``heldout_examples`` examples that no
   step drew (:mod:`ctxsent.training.ssp_heldout`), into ``pretrain.json``:
@@ -107,7 +107,7 @@ class SspPretrainConfig:
     rtd_weight: float = 50.0  # ELECTRA only
     electra: ElectraSize | None = None  # set: ELECTRA from scratch instead of ``backbone``
     max_length: int = 128
-    save_every: int = 200
+    checkpoint_every: int = 200
     precision: str = "auto"
     accelerator: str = "auto"
     devices: int | str = "auto"
@@ -122,7 +122,7 @@ class SspPretrainConfig:
         check_range(self, "mlm_weight ssp_weight rtd_weight warmup_steps weight_decay", 0)
         check_range(self, "seed heldout_examples", 0)
         check_range(self, "learning_rate head_lr_scale max_grad_norm", 0, above=True)
-        check_range(self, "batch_size max_steps save_every", 1)
+        check_range(self, "batch_size max_steps checkpoint_every", 1)
         check_range(self, "max_length", MIN_INPUT_LENGTH)
         check_range(self, "mlm_probability", 0, 1, above=True, below=True)
         check_choice(self, "precision", PRECISIONS)
@@ -151,7 +151,7 @@ def _presets() -> dict[str, SspPretrainConfig]:
             batch_size=4096,
             max_steps=400_000,
             warmup_steps=10_000,
-            save_every=2_000,
+            checkpoint_every=2_000,
         )
         # measured per step of 16 x 128 tokens on one core of a 2-core EPYC, another job on
         # the other: 3.3 s in fp32 (no bf16 instructions), 0.83-1.7 s in bf16 on CPUs with
@@ -162,7 +162,7 @@ def _presets() -> dict[str, SspPretrainConfig]:
             batch_size=16,
             max_steps=1_000,
             warmup_steps=100,
-            save_every=250,
+            checkpoint_every=250,
         )
         presets[f"ssp-{objective}-electra"] = replace(
             presets[f"ssp-{objective}"], electra=ELECTRA_BASE, learning_rate=2e-4
@@ -174,7 +174,7 @@ def _presets() -> dict[str, SspPretrainConfig]:
             batch_size=128,
             max_steps=1_000_000,
             warmup_steps=10_000,
-            save_every=5_000,
+            checkpoint_every=5_000,
         )
         # measured per step of 32 x 128 tokens, one thread, vocabulary 8000: 2.0-2.2 s in fp32,
         # about 1.1 s in bf16 on an AVX512-BF16 EPYC with another job on the box, so 2,000
@@ -188,7 +188,7 @@ def _presets() -> dict[str, SspPretrainConfig]:
             batch_size=32,
             max_steps=2_000,
             warmup_steps=200,
-            save_every=250,
+            checkpoint_every=250,
         )
     return presets
 
@@ -423,14 +423,16 @@ def pretrain_ssp(
         or (config.accelerator == "auto" and torch.cuda.is_available())
         else "cpu"
     )
-    checkpoints = newest_checkpoint(out_dir / "checkpoints", every_n_train_steps=config.save_every)
+    checkpoints = newest_checkpoint(
+        out_dir / "checkpoints", every_n_train_steps=config.checkpoint_every
+    )
     trainer = L.Trainer(
         default_root_dir=out_dir,
         accelerator=config.accelerator,
         devices=config.devices,
         max_epochs=1,
         max_steps=config.max_steps,
-        log_every_n_steps=min(50, config.save_every),
+        log_every_n_steps=min(50, config.checkpoint_every),
         precision=lightning_precision(config.precision, device_type),
         gradient_clip_val=config.max_grad_norm,
         callbacks=[
