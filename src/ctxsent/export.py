@@ -253,7 +253,7 @@ def export_onnx(
     exported = _onnx_graph(model)
     if not getattr(exported.tokenizer, "is_fast", False):
         raise InputError("ONNX export needs a fast tokenizer (tokenizer.json)", field="tokenizer")
-    was_training = exported.module.training
+    was_training = model.training  # the wrapper is new: its own flag says nothing
     exported.module.eval()
     try:
         with (
@@ -283,7 +283,7 @@ def export_onnx(
             config = OnnxConfig(exported.kind, exported.contextual, exported.max_length, quantize)
             _write_json(staged / ONNX_CONFIG, asdict(config))
     finally:
-        exported.module.train(was_training)
+        model.train(was_training)
     return Path(out)
 
 

@@ -63,11 +63,13 @@ def exported(bi_encoder, tiny_ranker, tmp_path_factory) -> dict:
     """Folders of the tiny bi-encoder and contextual cross-encoder, fp32 and int8."""
     root = tmp_path_factory.mktemp("onnx")
     models = {"bi-encoder": bi_encoder, "cross-encoder": tiny_ranker}
-    return {
+    folders = {
         (kind, quantize): export_onnx(model, root / f"{kind}-{quantize}", quantize=quantize)
         for kind, model in models.items()
         for quantize in ("none", "int8")
     }
+    assert not any(model.training for model in models.values())  # left as they were
+    return folders
 
 
 def test_the_runtime_tokenizer_gives_the_hf_tokenizers_ids(tiny_ranker, exported):
