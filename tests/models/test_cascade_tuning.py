@@ -1,10 +1,11 @@
 import json
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from ctxsent.cli import app
 from ctxsent.evaluation.cascade_tuning import (
     best_within_budget,
     evaluate_setting,
@@ -27,7 +28,7 @@ def test_simulation_reproduces_predict_exactly(cascade):
         assert cost == pytest.approx(cascade.last_cost.relative)
 
 
-def synthetic_exit_logits(questions=20, candidates=10, seed=0):
+def synthetic_exit_logits(questions=10, candidates=10, seed=0):
     """Later exits see the label more clearly than earlier ones."""
     rng = np.random.default_rng(seed)
     labels = np.zeros(questions * candidates, dtype=int)
@@ -38,29 +39,38 @@ def synthetic_exit_logits(questions=20, candidates=10, seed=0):
     return logits, ids, labels.tolist()
 
 
-def test_grid_covers_the_papers_rates_and_budget_choice_is_feasible():
-    logits, ids, labels = synthetic_exit_logits()
-    exits = [2, 3, 4, 5, 6]
-    settings = grid_search(logits, ids, labels, exits, depth=6)
-    assert len(settings) == 7**4
-    chosen = best_within_budget(settings, budget=0.6)
+EXITS = [2, 3, 4, 5, 6]
+
+
+@pytest.fixture(scope="module")
+def exit_logits():
+    return synthetic_exit_logits()
+
+
+@pytest.fixture(scope="module")
+def grid(exit_logits):
+    """Every setting of the paper's grid on ``exit_logits``, searched once for the module."""
+    return grid_search(*exit_logits, EXITS, depth=6)
+
+
+def test_grid_covers_the_papers_rates_and_budget_choice_is_feasible(grid):
+    assert len(grid) == 7**4
+    assert len({s.alphas for s in grid}) == 7**4
+    chosen = best_within_budget(grid, budget=0.6)
     assert chosen.relative_cost <= 0.6
-    assert all(
-        s.metrics["map"] <= chosen.metrics["map"] for s in settings if s.relative_cost <= 0.6
-    )
-    assert best_within_budget(settings, budget=0.1) is None  # nothing is that cheap
+    assert all(s.metrics["map"] <= chosen.metrics["map"] for s in grid if s.relative_cost <= 0.6)
+    assert best_within_budget(grid, budget=0.1) is None  # nothing is that cheap
 
 
-def test_greedy_reaches_the_budget_and_never_beats_the_grid_optimum():
-    logits, ids, labels = synthetic_exit_logits(seed=1)
-    exits = [2, 3, 4, 5, 6]
-    path = greedy_search(logits, ids, labels, exits, depth=6, budget=0.55)
+def test_greedy_reaches_the_budget_and_never_beats_the_grid_optimum(exit_logits, grid):
+    logits, ids, labels = exit_logits
+    path = greedy_search(logits, ids, labels, EXITS, depth=6, budget=0.55)
     assert path[0].alphas == (0.0,) * 4 and path[0].relative_cost == pytest.approx(1.0)
     assert path[-1].relative_cost <= 0.55
     assert [s.relative_cost for s in path] == sorted((s.relative_cost for s in path), reverse=True)
-    grid_best = best_within_budget(grid_search(logits, ids, labels, exits, 6), 0.55)
+    grid_best = best_within_budget(grid, 0.55)
     assert path[-1].metrics["map"] <= grid_best.metrics["map"] + 1e-12
-    full = evaluate_setting(logits, ids, labels, [0.0] * 4, exits, 6)
+    full = evaluate_setting(logits, ids, labels, [0.0] * 4, EXITS, 6)
     assert full.metrics["map"] >= grid_best.metrics["map"] - 0.2
 
 
@@ -69,31 +79,15 @@ def test_cascade_tune_cli_saves_rates_and_plots(cascade, tmp_path):
 
     cascade.save_pretrained(tmp_path / "ct")
     write_as2_jsonl(make_records(questions=6, candidates=8), tmp_path / "dev.jsonl")
-    result = subprocess.run(
+    result = CliRunner().invoke(
+        app,
         [
-            sys.executable,
-            "-m",
-            "ctxsent.cli",
-            "cascade",
-            "tune",
-            "--model",
-            str(tmp_path / "ct"),
-            "--data",
-            f"jsonl:{tmp_path / 'dev.jsonl'}",
-            "--budget",
-            "0.7",
-            "--search",
-            "greedy",
-            "--questions",
-            "4",
-            "--plot",
-            str(tmp_path / "fig.png"),
+            "cascade", "tune", "--model", str(tmp_path / "ct"),
+            "--data", f"jsonl:{tmp_path / 'dev.jsonl'}", "--budget", "0.7", "--search", "greedy",
+            "--questions", "4", "--plot", str(tmp_path / "fig.png"),
         ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["relative_cost"] <= 0.7 and report["saved"] and report["questions"] == 4
     saved = json.loads((tmp_path / "ct" / "ctxsent.json").read_text())
