@@ -44,18 +44,12 @@ MAP_TOLERANCE = 0.005
 
 
 def precision_of(ranker: BiEncoderRanker) -> str:
-    """The concrete precision ``encode`` runs in now: the ranker's ``precision`` setting if it
-    has one, else the encoder's ``bf16`` switch."""
-    if hasattr(ranker, "precision"):
-        return resolve_precision(ranker.precision, ranker.device)
-    return "bf16" if ranker.encoder.bf16 else "fp32"
+    """The concrete precision ``encode`` runs in now."""
+    return resolve_precision(ranker.encoder.precision, ranker.device)
 
 
 def set_precision(ranker: BiEncoderRanker, precision: str) -> None:
-    if hasattr(ranker, "precision"):
-        ranker.precision = precision
-    else:
-        ranker.encoder.bf16 = precision == "bf16"
+    ranker.encoder.precision = precision
 
 
 def texts_of(records: Sequence[As2Record]) -> list[str]:

@@ -36,6 +36,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
 
 from ctxsent.errors import InputError, check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.models.precision import autocast_context
 from ctxsent.models.ranker_base import As2Ranker, cosine_scores
 from ctxsent.models.transformer_ranker import load_folder
 from ctxsent.saving import config_from, load_network, load_tokenizer, model_folder, register_model
@@ -52,13 +53,13 @@ class BiEncoder(nn.Module):
         tokenizer,
         *,
         max_length: int = 256,
-        bf16: bool = False,
+        precision: str = "fp32",
     ) -> None:
         super().__init__()
         self.transformer = transformer
         self.tokenizer = tokenizer
         self.max_length = max_length
-        self.bf16 = bf16
+        self.precision = precision  # of encode: see ctxsent.models.precision
 
     @classmethod
     def from_pretrained(
@@ -66,7 +67,7 @@ class BiEncoder(nn.Module):
         name_or_path: str = DEFAULT_BACKBONE,
         *,
         max_length: int | None = None,
-        bf16: bool = False,
+        precision: str = "fp32",
     ) -> BiEncoder:
         """Load a pretrained encoder; ``max_length`` defaults to the folder's sentence-transformers
         ``max_seq_length`` (256 for all-MiniLM-L6-v2), else the tokenizer's limit."""
@@ -77,7 +78,7 @@ class BiEncoder(nn.Module):
         )
         transformer = load_network(AutoModel, path, allow_unexpected=True)
         length = max_length or _default_max_length(path, tokenizer, transformer.config)
-        return cls(transformer.eval(), tokenizer, max_length=length, bf16=bf16)
+        return cls(transformer.eval(), tokenizer, max_length=length, precision=precision)
 
     @classmethod
     def random_init(
@@ -136,7 +137,7 @@ class BiEncoder(nn.Module):
         try:
             with (
                 torch.inference_mode(),
-                torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16),
+                autocast_context(self.device, self.precision),
             ):
                 chunks = length_sorted_chunks(texts, batch_size)
                 for rows in tqdm(chunks, desc="encode", unit="batch", disable=not show_progress):

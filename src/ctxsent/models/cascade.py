@@ -254,18 +254,23 @@ class CascadeRanker(TransformerRanker):
         ranking described in the module docstring. ``self.last_cost`` holds the
         layer-candidate cost of the call.
         """
+        from tqdm.auto import tqdm
+
         alphas = resolve_alphas(self.config.alphas if alpha is None else alpha, self.num_stages)
         self.eval()
         scores = np.empty(len(records), dtype=np.float64)
         per_exit = [0] * len(self.config.exits)
         evaluations = 0
-        for pack in _question_packs(records, _PACK):
-            pack_scores, pack_exit_counts, pack_evaluations = self._cascade(
-                [records[i] for i in pack], alphas, batch_size
-            )
-            scores[pack] = pack_scores
-            per_exit = [a + b for a, b in zip(per_exit, pack_exit_counts, strict=True)]
-            evaluations += pack_evaluations
+        progress = tqdm(total=len(records), disable=not show_progress, desc="scoring", unit="pair")
+        with progress:
+            for pack in _question_packs(records, _PACK):
+                pack_scores, pack_exit_counts, pack_evaluations = self._cascade(
+                    [records[i] for i in pack], alphas, batch_size
+                )
+                scores[pack] = pack_scores
+                per_exit = [a + b for a, b in zip(per_exit, pack_exit_counts, strict=True)]
+                evaluations += pack_evaluations
+                progress.update(len(pack))
         depth = self.model.config.num_hidden_layers
         self.last_cost = CascadeCost(evaluations, depth * len(records), per_exit)
         return scores
