@@ -21,23 +21,43 @@ from ctxsent.saving import UnfinishedRunWarning, is_model_folder
 CHILD = Path(__file__).with_name("training_run.py")
 
 
-def kill_after_first_checkpoint(tiny_bert: Path, out: Path, arch: str) -> None:
+ARCHS = ["cross-encoder", "bi-encoder"]
+
+
+@pytest.fixture(scope="module")
+def killed(tiny_bert, tmp_path_factory) -> Path:
+    """``ROOT/ARCH``: each architecture's run, killed (-9) a little after its first
+    checkpoint; the children run side by side (an interpreter start costs seconds)."""
+    root = tmp_path_factory.mktemp("killed")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
-    child = subprocess.Popen(
-        [sys.executable, str(CHILD), str(tiny_bert), str(out), "0.1", arch],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    checkpoint = out / "checkpoints" / "last.ckpt"
+    children = {
+        arch: subprocess.Popen(
+            [sys.executable, str(CHILD), str(tiny_bert), str(root / arch), "0.1", arch],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for arch in ARCHS
+    }
+    checkpointed: dict[str, float] = {}  # when the first checkpoint (or the end) was seen
     deadline = time.monotonic() + 300  # only a stuck child takes this long
-    while not checkpoint.exists() and child.poll() is None and time.monotonic() < deadline:
+    while any(child.returncode is None for child in children.values()):
+        for arch, child in children.items():
+            if child.returncode is not None:
+                continue
+            done = (root / arch / "checkpoints" / "last.ckpt").exists() or child.poll() is not None
+            if done or time.monotonic() > deadline:
+                checkpointed.setdefault(arch, time.monotonic())
+            # a little further into the run: steps, maybe a checkpoint half-written
+            if arch in checkpointed and time.monotonic() > checkpointed[arch] + 0.3:
+                if child.poll() is None:
+                    os.kill(child.pid, signal.SIGKILL)
+                child.wait()
         time.sleep(0.05)
-    time.sleep(0.3)  # a little further into the run: steps, maybe a checkpoint half-written
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
-    assert child.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    assert checkpoint.exists()
+    for arch, child in children.items():
+        assert child.returncode == -signal.SIGKILL, f"the {arch} run ended before it was killed"
+        assert (root / arch / "checkpoints" / "last.ckpt").exists()
+    return root
 
 
 @pytest.fixture
@@ -51,12 +71,11 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("arch", ["cross-encoder", "bi-encoder"])
+@pytest.mark.parametrize("arch", ARCHS)
 def test_nothing_half_written_looks_complete_and_resume_matches(
-    tiny_bert, tmp_path, monkeypatch, one_thread, arch
+    tiny_bert, killed, tmp_path, monkeypatch, one_thread, arch
 ):
-    interrupted = tmp_path / "interrupted"
-    kill_after_first_checkpoint(tiny_bert, interrupted, arch)
+    interrupted = killed / arch  # this test's alone
 
     # Whatever the kill left: a model folder is complete (and says its run did not finish),
     # a checkpoint is loadable.
@@ -84,15 +103,12 @@ def test_nothing_half_written_looks_complete_and_resume_matches(
     assert not list(interrupted.glob(".*.tmp"))  # staging left by the kill is gone
     assert resumed["step"] == uninterrupted["step"]
     assert resumed["dev"] == pytest.approx(uninterrupted["dev"], abs=1e-6)
-    weights = [
-        load_file(tmp_path / run_dir / "model" / "model.safetensors")
-        for run_dir in ("interrupted", "uninterrupted")
-    ]
+    runs = (interrupted, tmp_path / "uninterrupted")
+    weights = [load_file(folder / "model" / "model.safetensors") for folder in runs]
     for name, tensor in weights[1].items():
         assert torch.allclose(weights[0][name], tensor, atol=1e-6), name
     final = [
-        torch.load(tmp_path / d / "checkpoints" / "last.ckpt", weights_only=False)
-        for d in ("interrupted", "uninterrupted")
+        torch.load(folder / "checkpoints" / "last.ckpt", weights_only=False) for folder in runs
     ]
     assert final[0]["global_step"] == final[1]["global_step"]
     for name, tensor in final[1]["state_dict"].items():
