@@ -28,6 +28,8 @@ seeding, so its new heads depend on the seed only.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -385,6 +387,9 @@ class As2FineTuneModule(L.LightningModule):
         self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
         return loss
 
+    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
+        release_free_heap()
+
     def validation_step(self, batch, batch_idx):
         features, _, indices = batch
         self._dev_scores.append((indices, self.ranker(features).float()))
@@ -393,6 +398,7 @@ class As2FineTuneModule(L.LightningModule):
         indices = torch.cat([i for i, _ in self._dev_scores]).cpu().numpy()
         logits = torch.cat([s for _, s in self._dev_scores]).cpu().numpy()
         self._dev_scores.clear()
+        release_free_heap()  # before the checkpoint and the best model are written
         scores = np.empty(len(self.dev_labels), dtype=np.float32)
         scores[indices] = logits
         metrics = as2_metrics(self.dev_question_ids, self.dev_labels, scores)
@@ -435,6 +441,30 @@ class As2FineTuneModule(L.LightningModule):
         warmup = int(self.config.warmup_ratio * total)
         schedule = triangular_schedule(optimizer, warmup, total)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+
+def release_free_heap() -> None:
+    """Give the C heap's free pages back to the operating system (glibc; elsewhere a no-op).
+
+    glibc keeps what a process frees in its heap, resident, and serves allocations above its
+    mmap threshold (which grows up to 32 MB) from fresh mappings, not from that free heap. A
+    CPU training step allocates and frees its activations, so after a few steps a bi-encoder
+    run on WikiQA held 1-1.4 GB of free heap for 0.8 GB of live tensors, and the large
+    tensors of a step of long texts came on top of it (3.3 GB peak). ``malloc_trim`` after
+    each step and evaluation keeps the resident memory that of the live tensors; the next
+    step faults its pages in again, about 3% of a step's time. Results do not change.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError, TypeError):  # not glibc (musl, macOS, Windows)
+        return None
 
 
 def _loader(ranker: TrainableRanker, records: Sequence[As2Record], batch_sampler) -> DataLoader:
