@@ -36,6 +36,29 @@ def tiny_bert(tmp_path_factory) -> Path:
     return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def click_command_built_once_per_app():
+    """typer's ``CliRunner.invoke`` builds the app's click command on every call: for
+    ``ctxsent``'s app, reading each command's signature, ~0.1 s of CPU. Tests invoke apps
+    hundreds of times; each app is built once here. Registering a command on an app after
+    its first invocation would go unseen, and no test does."""
+    import weakref
+
+    import typer.testing
+
+    build = typer.testing._get_command
+    built: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def command(app):
+        if app not in built:
+            built[app] = build(app)
+        return built[app]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typer.testing, "_get_command", command)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def seeded_torch(request) -> None:
     """Seed torch per test, as pytest-randomly seeds ``random`` and numpy.
