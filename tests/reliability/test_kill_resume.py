@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,44 +17,49 @@ from training_run import run
 import ctxsent
 from ctxsent.saving import UnfinishedRunWarning, is_model_folder
 
-CHILD = Path(__file__).with_name("training_run.py")
-
-
 ARCHS = ["cross-encoder", "bi-encoder"]
+
+
+def train_until_killed(tiny_bert: Path, out: Path, arch: str) -> None:
+    """A forked child's run: one thread, as the resumed and the uninterrupted run here, and
+    no output. Forked, it starts with this process's imports (an interpreter would spend
+    seconds of CPU importing torch and Lightning)."""
+    torch.set_num_threads(1)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)
+    os.dup2(quiet, 2)
+    run(tiny_bert, out, 0.1, arch)
 
 
 @pytest.fixture(scope="module")
 def killed(tiny_bert, tmp_path_factory) -> Path:
     """``ROOT/ARCH``: each architecture's run, killed (-9) a little after its first
-    checkpoint; the children run side by side (an interpreter start costs seconds)."""
+    checkpoint; the children run side by side."""
     root = tmp_path_factory.mktemp("killed")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+    fork = multiprocessing.get_context("fork")
     children = {
-        arch: subprocess.Popen(
-            [sys.executable, str(CHILD), str(tiny_bert), str(root / arch), "0.1", arch],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        arch: fork.Process(target=train_until_killed, args=(tiny_bert, root / arch, arch))
         for arch in ARCHS
     }
+    for child in children.values():
+        child.start()
     checkpointed: dict[str, float] = {}  # when the first checkpoint (or the end) was seen
     deadline = time.monotonic() + 300  # only a stuck child takes this long
-    while any(child.returncode is None for child in children.values()):
+    while any(child.exitcode is None for child in children.values()):
         for arch, child in children.items():
-            if child.returncode is not None:
+            if child.exitcode is not None:
                 continue
-            done = (root / arch / "checkpoints" / "last.ckpt").exists() or child.poll() is not None
+            done = (root / arch / "checkpoints" / "last.ckpt").exists() or not child.is_alive()
             if done or time.monotonic() > deadline:
                 checkpointed.setdefault(arch, time.monotonic())
             # a little further into the run: steps, maybe a checkpoint half-written
             if arch in checkpointed and time.monotonic() > checkpointed[arch] + 0.3:
-                if child.poll() is None:
+                if child.is_alive():
                     os.kill(child.pid, signal.SIGKILL)
-                child.wait()
+                child.join()
         time.sleep(0.05)
     for arch, child in children.items():
-        assert child.returncode == -signal.SIGKILL, f"the {arch} run ended before it was killed"
+        assert child.exitcode == -signal.SIGKILL, f"the {arch} run ended before it was killed"
         assert (root / arch / "checkpoints" / "last.ckpt").exists()
     return root
 

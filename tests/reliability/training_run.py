@@ -1,6 +1,4 @@
-"""A tiny, deterministic AS2 fine-tuning run, importable by tests and runnable as a child process.
-
-    python tests/reliability/training_run.py TINY_BERT OUT [SLEEP_PER_STEP [ARCH]]
+"""A tiny, deterministic AS2 fine-tuning run (tests run it in their process or a forked one).
 
 The sleep (seconds after every training step) only slows the run down so
 that a test can kill it midway; it changes no number.
@@ -8,7 +6,6 @@ that a test can kill it midway; it changes no number.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -42,8 +39,3 @@ def run(
         settings = CONFIG
     config = as2_finetune.As2TrainConfig(**settings)
     return as2_finetune.finetune_as2(ranker, train, dev, out, config)
-
-
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for synthetic
-    run(*sys.argv[1:3], *[float(sys.argv[3])] if len(sys.argv) > 3 else [], *sys.argv[4:5])
