@@ -145,10 +145,14 @@ def test_generator_shares_embeddings_and_loss_weights_apply(data, tmp_path):
     assert math.isclose(float(other["rtd"]), float(parts[1]))
 
 
-def test_electra_cpu_preset_runs_from_the_cli_and_fine_tunes_as_contextual_ranker(corpus, tmp_path):
+def test_electra_cpu_preset_runs_from_the_cli_and_fine_tunes_as_contextual_ranker(tmp_path):
     from transformers import AutoTokenizer
 
     from ctxsent.saving import load
+
+    # 8 documents (100 examples): the run ends scoring every example no step drew with
+    # the preset's 4-layer, 256-wide model
+    corpus = write_corpus(tmp_path / "c", documents(8, seed=1))
 
     app = typer.Typer()
     app.command("data")(pretrain_data.ssp)
