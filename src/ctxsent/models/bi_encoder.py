@@ -167,7 +167,8 @@ FORWARD_CHUNK = 16
 #: 16 MiniLM texts of 256 tokens keep 1.5 GB for the backward pass, more than all the other
 #: chunks of a WikiQA step together (about 0.8 GB), and set a run's peak memory; checkpointed
 #: they keep 50 MB, and one layer at a time is recomputed in the backward pass. On WikiQA 2%
-#: of the padded tokens lie in longer chunks, so the recomputation costs about that share.
+#: of the padded tokens lie in longer chunks: a second forward pass over them adds about 1% to
+#: the training time (a step with such a chunk takes a third longer).
 CHECKPOINT_LENGTH = 128
 
 
