@@ -82,13 +82,12 @@ def test_bad_alphas_are_rejected():
         resolve_alphas(1.0, 5)
 
 
-def test_one_exit_on_truncated_layers_is_a_pooled_monolithic_stage(tmp_path):
+def test_one_exit_on_truncated_layers_is_a_pooled_monolithic_stage(tiny_bert6):
     """``layers=2, exits=[2]``: a 2-layer ranker with the cascade's read-out, usable as a
     Sequential Ranker stage at cost 2 per candidate."""
     from ctxsent.models.sequential import SequentialRanker
-    from synthetic import make_tiny_bert
 
-    folder = make_tiny_bert(tmp_path / "tiny6", layers=6)
+    folder = tiny_bert6
     shallow = CascadeRanker.from_backbone(str(folder), max_length=64, exits=[2], layers=2)
     assert shallow.model.config.num_hidden_layers == 2 and shallow.alphas == []
     assert shallow.trains_all_parameters_each_step  # DDP need not look for unused parameters
@@ -107,13 +106,11 @@ def test_one_exit_on_truncated_layers_is_a_pooled_monolithic_stage(tmp_path):
         CascadeRanker.from_backbone(str(folder), layers=7)
 
 
-def test_sampled_exits_follow_the_seed_not_the_global_random_stream(tmp_path):
+def test_sampled_exits_follow_the_seed_not_the_global_random_stream(tiny_bert6):
     """Training samples its exits from the cascade's own generator (seeded when the cascade is
     built): dropout's draws, as many as a batch has elements and so different on each DDP
     rank, cannot change them, and a checkpoint's state dict carries the generator on."""
-    from synthetic import make_tiny_bert
-
-    folder = str(make_tiny_bert(tmp_path / "tiny6", layers=6))
+    folder = str(tiny_bert6)
 
     def build(seed: int) -> CascadeRanker:
         torch.manual_seed(seed)

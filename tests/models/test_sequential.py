@@ -17,9 +17,10 @@ from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from synthetic import make_records, make_tiny_bert
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def stage_folders(tmp_path_factory):
-    """Two saved pairwise rankers of depth 2 and 4 (independent random weights)."""
+    """Two saved pairwise rankers of depth 2 and 4 (independent random weights); tests only
+    read them."""
     folders = []
     for layers in (2, 4):
         torch.manual_seed(layers)
