@@ -343,18 +343,28 @@ def layer_checkpointing(transformer: PreTrainedModel, enabled: bool = True) -> I
 
     Non-reentrant :func:`torch.utils.checkpoint.checkpoint`, which keeps the autograd graph
     and restores the RNG state for the recomputation: the dropout masks, the gradients and the
-    RNG stream after the step are bit for bit those of a plain forward pass (tested). This is
-    HF's own switch (what ``gradient_checkpointing_enable`` sets on the layers), without the
-    input-embedding hook that the public method adds on every call and never removes.
+    RNG stream after the step are bit for bit those of a plain forward pass (tested). It is
+    switched on as HF's ``gradient_checkpointing_enable`` does, by the ``gradient_checkpointing``
+    flag of the modules that run layers, but not on the model itself (where HF would warn that
+    it turns the decoder cache off) and without the input-embedding hook that the public
+    method adds on every call and never removes.
     """
     if not (enabled and torch.is_grad_enabled()):
         yield
         return
-    transformer._set_gradient_checkpointing(True, partial(checkpoint, use_reentrant=False))
+    modules = [
+        m
+        for m in transformer.modules()
+        if m is not transformer and hasattr(m, "gradient_checkpointing")
+    ]
+    for module in modules:
+        module._gradient_checkpointing_func = partial(checkpoint, use_reentrant=False)
+        module.gradient_checkpointing = True
     try:
         yield
     finally:
-        transformer._set_gradient_checkpointing(False)
+        for module in modules:
+            module.gradient_checkpointing = False
 
 
 def _default_max_length(path: str, tokenizer, config) -> int:
