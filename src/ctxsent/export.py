@@ -379,7 +379,7 @@ def _quantize_int8(source: Path, target: Path) -> None:
     (Spearman 0.975 with fp32) on 40 WikiQA dev pairs, per-channel by 0.032 (0.996); on all
     of WikiQA dev the trained ``bi-encoder`` moved by 0.174 and 0.064 (unsigned weights:
     0.103 and 0.052, dev MAP within 0.014 of fp32's 0.786 for all four). On this AVX2 CPU
-    without VNNI int8 saved only 6-8% of the CPU time. onnxruntime's pre-processing runs
+    without VNNI int8 saved only 5-8% of the CPU time. onnxruntime's pre-processing runs
     first, as it asks (it changed no score there); its symbolic shape inference is skipped,
     as it cannot finish on this graph.
     """
