@@ -50,31 +50,37 @@ def _pretrain_config(tiny_bert, **settings) -> CrossThoughtPretrainConfig:
     )
 
 
-def test_pretraining_saves_a_model_and_resumes(tiny_bert, ct_data, tmp_path):
+@pytest.fixture(scope="module")
+def resumed(tiny_bert, ct_data, tmp_path_factory):
+    """A 2-step pre-training run, then the same run asked for 3 steps: its folder and both
+    runs' summaries (the tests only read them)."""
+    out = tmp_path_factory.mktemp("ct-run")
     config = _pretrain_config(tiny_bert)
-    first = pretrain_cross_thought(ct_data, tmp_path, config)
-    assert first["steps"] == 2 and first["tokens_seen"] > 0 and np.isfinite(first["last_loss"])
-    assert (tmp_path / "checkpoints" / "last.ckpt").is_file()
-    model = ctxsent.load(tmp_path / "model")
-    assert isinstance(model, CrossThoughtModel) and model.config.num_special == 3
+    first = pretrain_cross_thought(ct_data, out, config)
     config.max_steps = 3
-    second = pretrain_cross_thought(ct_data, tmp_path, config)  # resumed run
+    return out, first, pretrain_cross_thought(ct_data, out, config)
+
+
+def test_pretraining_saves_a_model_and_resumes(resumed):
+    out, first, second = resumed
+    assert first["steps"] == 2 and first["tokens_seen"] > 0 and np.isfinite(first["last_loss"])
+    assert (out / "checkpoints" / "last.ckpt").is_file()
+    model = ctxsent.load(out / "model")
+    assert isinstance(model, CrossThoughtModel) and model.config.num_special == 3
     assert second["steps"] == 3 and second["steps_this_run"] == 1
     assert second["tokens_seen"] > first["tokens_seen"]
-    summary = json.loads((tmp_path / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())
     assert summary["corpus_sequences"] == first["corpus_sequences"] == 100
-    run = json.loads((tmp_path / "run.json").read_text())
+    run = json.loads((out / "run.json").read_text())
     assert run["settings"]["data"]["sequences"] == 100 and "build" not in run["settings"]["data"]
 
 
-def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(tiny_bert, ct_data, tmp_path):
-    straight = tmp_path / "straight"
-    pretrain_cross_thought(ct_data, straight, _pretrain_config(tiny_bert, max_steps=4))
-    resumed = tmp_path / "resumed"
-    pretrain_cross_thought(ct_data, resumed, _pretrain_config(tiny_bert, max_steps=2))
-    pretrain_cross_thought(ct_data, resumed, _pretrain_config(tiny_bert, max_steps=4))
-    a = CrossThoughtModel.from_pretrained(straight / "model").state_dict()
-    b = CrossThoughtModel.from_pretrained(resumed / "model").state_dict()
+def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(
+    tiny_bert, ct_data, resumed, tmp_path
+):
+    pretrain_cross_thought(ct_data, tmp_path, _pretrain_config(tiny_bert, max_steps=3))
+    a = CrossThoughtModel.from_pretrained(tmp_path / "model").state_dict()
+    b = CrossThoughtModel.from_pretrained(resumed[0] / "model").state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
