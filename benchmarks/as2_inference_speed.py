@@ -7,10 +7,11 @@ Both score the same pairs with the same saved weights and batch size.
   and its ratio to sentence-transformers ``CrossEncoder.predict``.
 * Precision, on every clean question of the split (``--map-questions`` to cut it): each
   scorer once; its MAP (ties pessimistic), its MAP minus ctxsent fp32's, and the largest
-  score difference from fp32 and from sentence-transformers. ``precision="auto"`` (the
-  default) is scored under its own name and says what it resolved to on this machine.
+  score difference from fp32 and from sentence-transformers.
 
-ctxsent runs in each of ``--precisions`` (``auto`` first: the default path).
+ctxsent runs in its default precision (as loaded), in each other of ``--precisions``
+(torch autocast bf16, torch dynamic int8, ``auto``), and exported to ONNX, fp32 and int8
+(``--onnx``: onnxruntime dynamic quantisation), run by the torch-free ``OnnxRanker``.
 
     HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python \
         benchmarks/as2_inference_speed.py --model runs/ce-wikiqa-100/model \
@@ -21,37 +22,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import statistics
 import tempfile
-import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
+from speed_common import add_speed_arguments, interleaved_seconds, machine, map_report, speed_report
 
 import ctxsent
 from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.export import export_onnx
 from ctxsent.models.cross_encoder import CrossEncoderRanker
-from ctxsent.models.precision import cpu_has_native_bf16, resolve_precision
+from ctxsent.models.precision import resolve_precision
+from ctxsent.onnx_runtime import load_onnx
 from ctxsent.tasks.as2_load import load_as2
 from ctxsent.tasks.as2_records import As2Record, clean, first_questions
-
-#: MAP a precision may lose against fp32 and still be the default (issue 23).
-MAP_TOLERANCE = 0.005
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", help="pairwise ctxsent cross-encoder folder (default: fresh)")
-    parser.add_argument("--data", default="wikiqa:../shared/data/wikiqa")
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--questions", type=int, default=60, help="speed: the first N questions")
-    parser.add_argument("--map-questions", type=int, help="precision: the first N (default: all)")
-    parser.add_argument("--precisions", default="auto,fp32,bf16,int8")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--precisions", default="fp32,bf16,int8", help="besides the default")
+    parser.add_argument("--onnx", default="fp32,int8", help="ONNX exports ('' for none)")
+    add_speed_arguments(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -69,7 +63,17 @@ def main() -> None:
             raise SystemExit("use a pairwise model: sentence-transformers feeds two segments")
         peer = CrossEncoder(str(folder), device="cpu")
         identity = torch.nn.Identity()
-        default = resolve_precision(ours.precision, ours.device)  # as loaded: "auto"
+        default = ours.precision  # as loaded
+        settings = {f"ctxsent_default_{resolve_precision(default, ours.device)}": default}
+        for precision in args.precisions.split(","):
+            if precision != default:  # the default's own path runs once
+                settings[f"ctxsent_{precision}"] = precision
+        exports = {}
+        for name in filter(None, args.onnx.split(",")):
+            quantize = "none" if name == "fp32" else name
+            folder = export_onnx(ours, Path(scratch) / name, quantize=quantize)
+            exports[f"onnx_{name}"] = load_onnx(folder, threads=args.threads)
+        fp32 = "ctxsent_fp32" if "ctxsent_fp32" in settings else next(iter(settings))
 
         def scorers(records: Sequence[As2Record]) -> dict[str, Callable[[], np.ndarray]]:
             pairs = [(r.question, r.candidate) for r in records]
@@ -81,69 +85,49 @@ def main() -> None:
 
                 return score
 
+            def run_onnx(runner):
+                return lambda: runner.predict(records, args.batch_size)
+
             return {
                 "sentence_transformers": lambda: peer.predict(
                     pairs, batch_size=args.batch_size, activation_fn=identity
                 ),
-                **{f"ctxsent_{p}": run_ours(p) for p in args.precisions.split(",")},
+                **{name: run_ours(precision) for name, precision in settings.items()},
+                **{name: run_onnx(runner) for name, runner in exports.items()},
             }
 
-        contenders = scorers(timed)
-        for score in contenders.values():  # warm-up (and the one-off int8 quantisation)
-            score()
-        seconds: dict[str, list[float]] = {name: [] for name in contenders}
-        for _ in range(args.rounds):
-            for name, score in contenders.items():
-                start = time.perf_counter()
-                score()
-                seconds[name].append(time.perf_counter() - start)
+        seconds = interleaved_seconds(scorers(timed), args.rounds)
         scores = {name: score() for name, score in scorers(scored).items()}
 
-    rates = {name: len(timed) / statistics.median(s) for name, s in seconds.items()}
     ids, labels = [r.question_id for r in scored], [r.label for r in scored]
     maps = {name: as2_metrics(ids, labels, s)["map"] for name, s in scores.items()}
-    fp32 = scores.get("ctxsent_fp32")
     report = {
         "model": args.model,
         "data": args.data,
         "split": args.split,
         "clean": True,
         "batch_size": args.batch_size,
-        "threads": args.threads,
-        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-        "cpu_native_bf16": cpu_has_native_bf16(),
-        "auto_resolves_to": default,
+        **machine(args.threads),
+        "default_precision": default,
         "speed": {
             "questions": len({r.question_id for r in timed}),
             "pairs": len(timed),
             "rounds": args.rounds,
-            "pairs_per_second": {name: round(rate, 1) for name, rate in rates.items()},
-            "seconds_per_round": {n: [round(x, 2) for x in s] for n, s in seconds.items()},
-            "ratio_vs_sentence_transformers": {
-                name: round(rate / rates["sentence_transformers"], 3)
-                for name, rate in rates.items()
-            },
+            **speed_report(seconds, len(timed), "pairs", "sentence_transformers"),
         },
         "precision": {
             "questions": len(set(ids)),
             "pairs": len(scored),
-            "map": {name: round(value, 4) for name, value in maps.items()},
+            **map_report(maps, fp32),
             "max_abs_score_diff_vs_sentence_transformers": {
                 name: float(np.abs(s - scores["sentence_transformers"]).max())
                 for name, s in scores.items()
             },
+            "max_abs_score_diff_vs_fp32": {
+                name: float(np.abs(s - scores[fp32]).max()) for name, s in scores.items()
+            },
         },
     }
-    if fp32 is not None:
-        report["precision"]["map_minus_fp32"] = {
-            name: round(value - maps["ctxsent_fp32"], 4) for name, value in maps.items()
-        }
-        report["precision"]["max_abs_score_diff_vs_fp32"] = {
-            name: float(np.abs(s - fp32).max()) for name, s in scores.items()
-        }
-        report["precision"][f"within_{MAP_TOLERANCE}_of_fp32"] = {
-            name: abs(value - maps["ctxsent_fp32"]) <= MAP_TOLERANCE for name, value in maps.items()
-        }
     print(json.dumps(report, indent=2))
 
 

@@ -34,7 +34,10 @@ class CrossEncoderRanker(TransformerRanker):
 
     def __init__(self, model: nn.Module, tokenizer, config: RankerConfig) -> None:
         super().__init__(model, tokenizer, config)
-        self.precision = "auto"  # see ctxsent.models.precision
+        # Inference precision (ctxsent.models.precision). fp32 by default: on the trained
+        # WikiQA cross-encoder bf16 autocast cost 0.048 MAP and int8 0.022 (BENCHMARKS.md,
+        # "Inference speed against sentence-transformers"), beyond issue 23's 0.005 bound.
+        self.precision = "fp32"
         self._int8: tuple[int, nn.Module] | None = None  # (weights version, quantised copy)
 
     @classmethod

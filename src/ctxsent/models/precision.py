@@ -11,6 +11,11 @@ emulated bf16 is several times slower than fp32 (measured on a 2-core AMD
 EPYC without those instructions: ~4x slower, see BENCHMARKS.md).
 ``CTXSENT_CPU_BF16=0`` (or ``1``) overrides that choice for this process and the
 ``ctxsent`` commands it starts, e.g. to keep ``auto`` at fp32 on a bf16 CPU.
+
+``auto`` is the training default (bf16 autocast keeps fp32 master weights). Inference
+defaults to fp32 for every model: a precision becomes an inference default only if it
+keeps a trained model's MAP within 0.005 of fp32, and bf16 did not (a trained WikiQA
+cross-encoder lost 0.048 MAP, BENCHMARKS.md); ``bf16``, ``int8`` and ``auto`` stay opt-in.
 """
 
 from __future__ import annotations

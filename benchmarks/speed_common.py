@@ -1,0 +1,77 @@
+"""What the inference-speed benchmarks share: arguments, interleaved timing, the reports.
+
+Each benchmark compares scorers (ctxsent in several precisions or runtimes, and a peer)
+on the same items: timed in interleaved rounds within one process after a warm-up, so
+machine noise hits all alike, then each run once on the precision set for its MAP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+from collections.abc import Callable, Mapping
+
+import torch
+
+from ctxsent.models.precision import cpu_has_native_bf16
+
+#: MAP a precision may lose against fp32 and still be an inference default (issue 23).
+MAP_TOLERANCE = 0.005
+
+
+def add_speed_arguments(parser: argparse.ArgumentParser) -> None:
+    """The data, sample sizes, batch, rounds and threads every speed benchmark takes."""
+    parser.add_argument("--data", default="wikiqa:../shared/data/wikiqa")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--questions", type=int, default=60, help="speed: the first N questions")
+    parser.add_argument("--map-questions", type=int, help="precision: the first N (default: all)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+
+
+def interleaved_seconds(contenders: Mapping[str, Callable[[], object]], rounds: int):
+    """Seconds per round of each contender: one warm-up call each, then ``rounds`` rounds
+    that call every contender in turn."""
+    for run in contenders.values():
+        run()
+    seconds: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, run in contenders.items():
+            start = time.perf_counter()
+            run()
+            seconds[name].append(time.perf_counter() - start)
+    return seconds
+
+
+def speed_report(seconds: Mapping[str, list[float]], items: int, unit: str, peer: str) -> dict:
+    """Median ``unit`` per second of each contender and its ratio to ``peer``'s."""
+    rates = {name: items / statistics.median(s) for name, s in seconds.items()}
+    return {
+        f"{unit}_per_second": {name: round(rate, 1) for name, rate in rates.items()},
+        "seconds_per_round": {name: [round(x, 2) for x in s] for name, s in seconds.items()},
+        f"ratio_vs_{peer}": {name: round(rate / rates[peer], 3) for name, rate in rates.items()},
+    }
+
+
+def map_report(maps: Mapping[str, float], fp32: str) -> dict:
+    """Each contender's MAP, its difference from ``fp32``'s and whether it is within
+    :data:`MAP_TOLERANCE`."""
+    return {
+        "map": {name: round(value, 4) for name, value in maps.items()},
+        "map_minus_fp32": {name: round(value - maps[fp32], 4) for name, value in maps.items()},
+        f"within_{MAP_TOLERANCE}_of_fp32": {
+            name: abs(value - maps[fp32]) <= MAP_TOLERANCE for name, value in maps.items()
+        },
+    }
+
+
+def machine(threads: int) -> dict:
+    """The machine facts a speed number needs next to it."""
+    return {
+        "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "cpu_native_bf16": cpu_has_native_bf16(),
+        "threads": threads,
+    }
