@@ -27,9 +27,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
-
-import typer
+from typing import Any, Literal
 
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_path, check_output
@@ -407,32 +405,19 @@ EXPORTERS = {
 ExportFormat = Literal["sentence-transformers", "cross-encoder", "onnx"]
 
 
-def export_command(
-    model: Annotated[
-        str,
-        typer.Argument(
-            help="a saved ctxsent model folder (a ranker, or a Cross-Thought model for "
-            "sentence-transformers), or bi-encoder[:BACKBONE] / HF folder"
-        ),
-    ],
-    out: Annotated[Path, typer.Option(help="folder to write")],
+def export_model(
+    model: str,
+    out: str | Path,
     to: ExportFormat = "onnx",
-    overwrite: Annotated[
-        bool, typer.Option(help="Replace OUT even if it is not an export in this format.")
-    ] = False,
-    quantize: Annotated[
-        Quantization,
-        typer.Option(
-            help="--to onnx: int8 weights (onnxruntime dynamic quantisation; faster, scores "
-            "change slightly)"
-        ),
-    ] = "none",
-) -> None:
-    """Export a model: an encoder to sentence-transformers, a ranker to a CrossEncoder, a
-    cross-encoder or bi-encoder to ONNX."""
+    overwrite: bool = False,
+    quantize: Quantization = "none",
+) -> Path:
+    """Export the model ``model`` names (a saved folder or a :func:`ctxsent.load` spec) in
+    format ``to``; a backbone or ``bi-encoder[:BACKBONE]`` exports to sentence-transformers
+    as its zero-shot bi-encoder. The output folder is checked before the model loads."""
     if quantize != "none" and to != "onnx":
         raise InputError("--quantize applies to --to onnx only", field="quantize")
-    check_output(out, export_kind(to), overwrite)  # before the model loads
+    check_output(out, export_kind(to), overwrite)
     from ctxsent.resolver import load
     from ctxsent.saving import is_model_folder
 
@@ -442,8 +427,6 @@ def export_command(
 
         backbone = model.partition(":")[2] if model.startswith("bi-encoder") else model
         encoder = BiEncoder.from_pretrained(backbone or DEFAULT_BACKBONE)
-        export_sentence_transformer(encoder, out, overwrite=overwrite)
-    else:
-        options = {"quantize": quantize} if to == "onnx" else {}
-        EXPORTERS[to](load(model), out, overwrite=overwrite, **options)
-    typer.echo(json.dumps({"model": model, "format": to, "out": str(out)}))
+        return export_sentence_transformer(encoder, out, overwrite=overwrite)
+    options = {"quantize": quantize} if to == "onnx" else {}
+    return EXPORTERS[to](load(model), out, overwrite=overwrite, **options)

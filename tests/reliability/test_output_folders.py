@@ -13,7 +13,7 @@ import pytest
 import ctxsent
 from ctxsent.cli.cascade import sequential as cascade_sequential
 from ctxsent.errors import InputError
-from ctxsent.export import export_command
+from ctxsent.export import export_model
 from ctxsent.io import OUTPUT_MARKER, atomic_path, atomic_write
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
@@ -58,11 +58,11 @@ def test_export_cli_refuses_a_users_folder_before_loading_the_model(thesis, tmp_
 
 def test_export_overwrite_replaces_then_re_export_needs_no_flag(saved, thesis):
     out = thesis.parent
-    refused(export_command, str(saved), out, "cross-encoder")
-    export_command(str(saved), out, "cross-encoder", overwrite=True)
+    refused(export_model, str(saved), out, "cross-encoder")
+    export_model(str(saved), out, "cross-encoder", overwrite=True)
     assert not thesis.exists() and (out / "config.json").is_file()
-    export_command(str(saved), out, "cross-encoder")  # its own kind of output
-    refused(export_command, str(saved), out, "onnx")  # another kind
+    export_model(str(saved), out, "cross-encoder")  # its own kind of output
+    refused(export_model, str(saved), out, "onnx")  # another kind
     assert not [p for p in os.listdir(out.parent) if p != "v"]  # no temporary leftovers
 
 

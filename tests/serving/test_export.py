@@ -52,14 +52,14 @@ def test_a_saved_bi_encoder_ranker_exports_exactly(tiny_bert, tmp_path):
     ONNX; CrossEncoder export refuses it."""
     from sentence_transformers import SentenceTransformer
 
-    from ctxsent.export import export_command
+    from ctxsent.export import export_model
     from ctxsent.models.bi_encoder import BiEncoderRanker
 
     torch.manual_seed(2)
     ranker = BiEncoderRanker.from_backbone(str(tiny_bert), max_length=12)
     spread_attention(ranker.encoder.transformer)  # not the backbone's weights any more
     folder = ranker.save_pretrained(tmp_path / "model")
-    export_command(str(folder), tmp_path / "st", "sentence-transformers")
+    export_model(str(folder), tmp_path / "st", "sentence-transformers")
     peer = SentenceTransformer(str(tmp_path / "st"), device="cpu")
     assert peer.max_seq_length == 12
     texts = [*TEXTS, "the harbour board built the lighthouse in 1850 " * 4, "[CLS] x [SEP]"]
@@ -67,8 +67,8 @@ def test_a_saved_bi_encoder_ranker_exports_exactly(tiny_bert, tmp_path):
     q, c = peer.encode([r.question for r in RECORDS]), peer.encode([r.candidate for r in RECORDS])
     assert np.allclose(ranker.predict(RECORDS), (q * c).sum(axis=1), atol=1e-5)
     with pytest.raises(InputError, match="takes a cross-encoder ranker"):
-        export_command(str(folder), tmp_path / "ce", "cross-encoder")
-    export_command(str(folder), tmp_path / "onnx", "onnx")
+        export_model(str(folder), tmp_path / "ce", "cross-encoder")
+    export_model(str(folder), tmp_path / "onnx", "onnx")
     onnx_ranker = OnnxBiEncoder.from_folder(tmp_path / "onnx")
     assert np.allclose(onnx_ranker.encode(texts), ranker.encode(texts), atol=1e-5)
 

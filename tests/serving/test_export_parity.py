@@ -12,8 +12,8 @@ import torch
 
 from ctxsent.errors import InputError
 from ctxsent.export import (
-    export_command,
     export_cross_encoder,
+    export_model,
     export_onnx,
     export_sentence_transformer,
 )
@@ -56,12 +56,12 @@ def test_cross_thought_exports_exactly_to_sentence_transformers(tiny_cross_thoug
     assert torch.equal(tiny_cross_thought.bert.get_input_embeddings().weight, words_before)
 
 
-def test_export_command_reads_a_cross_thought_ranker_folder(tiny_cross_thought, tmp_path):
+def test_export_model_reads_a_cross_thought_ranker_folder(tiny_cross_thought, tmp_path):
     """The `ctxsent export MODEL --to sentence-transformers` path of a fine-tuned selector:
     it used to load the folder as a mean-pooled HF encoder (cosine 0.46-0.60)."""
     ranker = CrossThoughtRanker(tiny_cross_thought)
     model = ranker.save_pretrained(tmp_path / "ranker")
-    export_command(str(model), tmp_path / "st", "sentence-transformers")
+    export_model(str(model), tmp_path / "st", "sentence-transformers")
     assert_same_embeddings(
         ranker.encode(TEXTS), sentence_transformer(tmp_path / "st").encode(TEXTS)
     )
@@ -87,10 +87,10 @@ def test_what_cannot_be_exported_exactly_is_refused_before_writing(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_export_command_refuses_a_ranker_folder_as_sentence_transformers(tiny_ranker, tmp_path):
+def test_export_model_refuses_a_ranker_folder_as_sentence_transformers(tiny_ranker, tmp_path):
     folder = tiny_ranker.save_pretrained(tmp_path / "ranker")
     with pytest.raises(InputError, match="CrossEncoderRanker has no exact"):
-        export_command(str(folder), tmp_path / "st", "sentence-transformers")
+        export_model(str(folder), tmp_path / "st", "sentence-transformers")
     assert not (tmp_path / "st").exists()
 
 
@@ -132,7 +132,7 @@ def test_minilm_fine_tuned_bi_encoder_exports_exactly(wikiqa_pairs, tmp_path):
         layer = ranker.encoder.transformer.encoder.layer[-1].output.dense
         layer.weight.mul_(1.5)
     folder = ranker.save_pretrained(tmp_path / "model")
-    export_command(str(folder), tmp_path / "st", "sentence-transformers")
+    export_model(str(folder), tmp_path / "st", "sentence-transformers")
     texts = [r.candidate for r in wikiqa_pairs] + [r.question for r in wikiqa_pairs]
     ours = ranker.encode(texts)
     assert cosines(ours[: len(backbone)], backbone).min() < 0.999  # the change shows

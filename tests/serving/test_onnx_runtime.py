@@ -16,8 +16,9 @@ import typer
 from typer.testing import CliRunner
 
 import ctxsent
+from ctxsent.cli.export import export as export_command
 from ctxsent.errors import InputError
-from ctxsent.export import export_command, export_onnx
+from ctxsent.export import export_onnx
 from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.models.segments import encode_segments
 from ctxsent.onnx_runtime import (

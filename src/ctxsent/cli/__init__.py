@@ -13,7 +13,7 @@ module                 commands
 :mod:`.pipeline`       ``pipeline build``
 :mod:`.rank`           ``rank``, ``demo``
 :mod:`.serve`          ``serve``
-``ctxsent.export``     ``export``
+:mod:`.export`         ``export``
 =====================  ==================================================================
 
 A command only parses its options and calls library functions a Python user can call too;
@@ -40,6 +40,7 @@ from ctxsent.cli import (
     corpus,
     data,
     evaluate,
+    export,
     finetune,
     pipeline,
     pretrain,
@@ -48,7 +49,6 @@ from ctxsent.cli import (
     serve,
 )
 from ctxsent.errors import CtxsentError
-from ctxsent.export import export_command
 
 
 def error_line(err: CtxsentError | OSError) -> str:
@@ -90,7 +90,7 @@ app.add_typer(pipeline.app, name="pipeline")
 app.command("rank")(rank.rank)
 app.command("demo")(rank.demo)
 app.command("serve")(serve.serve)
-app.command("export")(export_command)
+app.command("export")(export.export)
 
 
 def _print_version(value: bool) -> None:

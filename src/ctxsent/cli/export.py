@@ -1,0 +1,42 @@
+"""``ctxsent export``: a model to sentence-transformers, a CrossEncoder or ONNX
+(:func:`ctxsent.export.export_model`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ctxsent.export import ExportFormat
+from ctxsent.onnx_runtime import Quantization
+
+
+def export(
+    model: Annotated[
+        str,
+        typer.Argument(
+            help="a saved ctxsent model folder (a ranker, or a Cross-Thought model for "
+            "sentence-transformers), or bi-encoder[:BACKBONE] / HF folder"
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="folder to write")],
+    to: Annotated[ExportFormat, typer.Option(help="the format to write")] = "onnx",
+    overwrite: Annotated[
+        bool, typer.Option(help="Replace OUT even if it is not an export in this format.")
+    ] = False,
+    quantize: Annotated[
+        Quantization,
+        typer.Option(
+            help="--to onnx: int8 weights (onnxruntime dynamic quantisation; smaller, scores "
+            "change slightly)"
+        ),
+    ] = "none",
+) -> None:
+    """Export a model: an encoder to sentence-transformers, a ranker to a CrossEncoder, a
+    cross-encoder or bi-encoder to ONNX."""
+    from ctxsent.export import export_model
+
+    export_model(model, out, to, overwrite, quantize)
+    typer.echo(json.dumps({"model": model, "format": to, "out": str(out)}))
