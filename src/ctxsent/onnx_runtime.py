@@ -31,6 +31,7 @@ import numpy as np
 from ctxsent.errors import ModelFolderError
 from ctxsent.models.ranker_base import As2Ranker, cosine_scores
 from ctxsent.models.segments import encode_segments, pad_arrays
+from ctxsent.protocols import encode_inputs
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.text.length_chunks import length_sorted_chunks
 
@@ -201,12 +202,13 @@ class OnnxBiEncoder(_OnnxModel):
         batch_size: int = 64,
         normalize: bool = True,
         show_progress: bool = False,
-        **kwargs: Any,
+        **options: Any,
     ) -> np.ndarray:
         """Embeddings ``(len(texts), dim)`` float32 in input order: the graph's ``embedding``
-        (normalised) or, with ``normalize=False``, its ``pooled`` output. Other keyword
-        arguments (MTEB's ``task_name``, ``prompt_type``) do not change the embeddings."""
-        texts = list(texts)
+        (normalised) or, with ``normalize=False``, its ``pooled`` output. ``texts`` may be
+        MTEB 2's batches, and ``options`` MTEB's keyword arguments, which do not change the
+        embeddings (:func:`~ctxsent.protocols.encode_inputs`); no progress bar is shown."""
+        texts, _ = encode_inputs(texts, options)
         output = "embedding" if normalize else "pooled"
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for rows in length_sorted_chunks(texts, batch_size):

@@ -8,17 +8,86 @@ export dispatch on them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ctxsent.errors import InputError
+
 
 @runtime_checkable
 class Encoder(Protocol):
-    """Texts to one vector each: ``encode(texts, **kwargs) -> (n, dim)``."""
+    """Texts to one vector each: ``encode(texts, **kwargs) -> (n, dim)``.
+
+    ``texts`` is a sequence of strings or, as MTEB 2 gives it, an iterable of batches
+    (:func:`encode_inputs`); ctxsent's encoders take MTEB's keyword arguments too. MTEB 2
+    evaluates a model that also has ``similarity``, ``similarity_pairwise`` and
+    ``mteb_model_meta``: wrap the encoder in an ``mteb.models.AbsEncoder`` whose ``encode``
+    calls this one unchanged (``tests/models/test_mteb.py``).
+    """
 
     def encode(self, texts: Sequence[str], **kwargs: Any) -> np.ndarray: ...
+
+
+#: What MTEB tells ``encode`` about a call (``EncoderProtocol.encode``): the task, split and
+#: subset, whether the texts are queries or documents, and MTEB 1's ``task_name``. ctxsent's
+#: encoders embed a text the same way whatever they say (no prompts, no instructions).
+MTEB_CONTEXT = frozenset({"task_metadata", "hf_split", "hf_subset", "prompt_type", "task_name"})
+#: MTEB's ``encode_kwargs`` (``EncodeKwargs``): ``batch_size`` binds to an encoder's own
+#: argument (an encoder without batches ignores it), ``show_progress_bar`` stands for
+#: ``show_progress``, and ``precision`` (the embeddings' quantisation) must be ``float32``.
+MTEB_OPTIONS = frozenset({"batch_size", "show_progress_bar", "precision"})
+
+
+def as_texts(texts: Iterable[str] | Iterable[Mapping[str, Any]]) -> list[str]:
+    """``encode``'s input as a list of strings, in order: a sequence of strings, or an iterable
+    of batches, mappings whose ``"text"`` holds a list of strings (the ``DataLoader`` that
+    MTEB 2 passes; other keys, such as a corpus's ``"id"``, are ignored).
+
+    Raises :class:`~ctxsent.errors.InputError` naming the item for anything else: a single
+    string (which would be read as one text per character), a batch without ``"text"``, or
+    an item that is not a string.
+    """
+    if isinstance(texts, str):
+        raise InputError("expected a list of strings, got a single string", field="texts")
+    out: list[str] = []
+    for i, item in enumerate(texts):
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        if not isinstance(item, Mapping):
+            raise InputError(f"item {i} is not a string: {type(item).__name__}", field="texts")
+        if "text" not in item:
+            keys = ", ".join(map(repr, item)) or "none"
+            raise InputError(f"batch {i} has no 'text' key (keys: {keys})", field="texts")
+        batch = item["text"]
+        is_list = isinstance(batch, Sequence) and not isinstance(batch, str)
+        if not (is_list and all(isinstance(text, str) for text in batch)):
+            raise InputError(f"batch {i}: 'text' is not a list of strings", field="texts")
+        out.extend(batch)
+    return out
+
+
+def encode_inputs(
+    texts: Iterable[str] | Iterable[Mapping[str, Any]],
+    options: Mapping[str, Any],
+    show_progress: bool = False,
+) -> tuple[list[str], bool]:
+    """The texts (:func:`as_texts`) and whether to show a progress bar, for an ``encode``
+    called with keyword arguments ``options`` beyond its own.
+
+    ``options`` may hold MTEB's :data:`MTEB_CONTEXT` and :data:`MTEB_OPTIONS`, which do not
+    change the embeddings; any other name raises :class:`TypeError`, as Python does for an
+    unexpected keyword argument, so that (say) ``normalize=True`` given to an encoder without
+    it is not ignored.
+    """
+    unknown = sorted(set(options) - MTEB_CONTEXT - MTEB_OPTIONS)
+    if unknown:
+        raise TypeError(f"encode() got unexpected keyword arguments: {', '.join(unknown)}")
+    if options.get("precision") not in (None, "float32"):
+        raise InputError(f"embeddings are float32; got {options['precision']!r}", field="precision")
+    return as_texts(texts), bool(options.get("show_progress_bar", show_progress))
 
 
 @runtime_checkable

@@ -16,13 +16,16 @@ Word vectors load from either of two formats, so word-level encoders can reuse t
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ctxsent.errors import InputError
 from ctxsent.io import read_lines
+from ctxsent.protocols import encode_inputs
 
 # Pieces of a whitespace token that is not itself in the vocabulary: PTB-style
 # clitics ("does n't", "it 's"), runs of word characters, single punctuation marks.
@@ -150,8 +153,13 @@ class BagOfWordsEncoder:
                 tokens.extend(_PIECES.findall(token))
         return tokens
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """Return a ``(len(texts), dim)`` float32 array of mean word vectors."""
+    def encode(self, texts: Sequence[str], **options: Any) -> np.ndarray:
+        """Return a ``(len(texts), dim)`` float32 array of mean word vectors.
+
+        ``texts`` may be MTEB 2's batches, and ``options`` MTEB's keyword arguments, which do
+        not change the embeddings (:func:`~ctxsent.protocols.encode_inputs`).
+        """
+        texts, _ = encode_inputs(texts, options)
         index = self.vectors.index
         ids = [[index[t] for t in self.tokenize(text) if t in index] for text in texts]
         out = np.zeros((len(texts), self.vectors.dim), dtype=np.float32)

@@ -39,6 +39,7 @@ from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.precision import autocast_context
 from ctxsent.models.ranker_base import As2Ranker, cosine_scores
 from ctxsent.models.transformer_ranker import load_folder
+from ctxsent.protocols import encode_inputs
 from ctxsent.saving import config_from, load_network, load_tokenizer, model_folder, register_model
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.text.length_chunks import length_sorted_chunks
@@ -125,12 +126,18 @@ class BiEncoder(nn.Module):
 
     def encode(
         self,
-        texts: list[str],
+        texts: Sequence[str],
         batch_size: int = 64,
         normalize: bool = True,
         show_progress: bool = False,
+        **options: Any,
     ) -> np.ndarray:
-        """Embed ``texts`` into a ``(len(texts), dim)`` float32 array, in input order."""
+        """Embed ``texts`` into a ``(len(texts), dim)`` float32 array, in input order.
+
+        ``texts`` may be MTEB 2's batches, and ``options`` MTEB's keyword arguments, which do
+        not change the embeddings (:func:`~ctxsent.protocols.encode_inputs`).
+        """
+        texts, show_progress = encode_inputs(texts, options, show_progress)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         was_training = self.training
         self.eval()
@@ -284,12 +291,11 @@ class BiEncoderRanker(As2Ranker, nn.Module):
         batch_size: int = 64,
         normalize: bool = True,
         show_progress: bool = False,
-        **kwargs: Any,
+        **options: Any,
     ) -> np.ndarray:
         """Embeddings ``(len(texts), dim)`` float32, L2-normalised unless ``normalize=False``
-        (:meth:`BiEncoder.encode`). Other keyword arguments (MTEB passes ``task_name`` and
-        ``prompt_type``) are accepted and do not change the embeddings."""
-        return self.encoder.encode(list(texts), batch_size, normalize, show_progress)
+        (:meth:`BiEncoder.encode`, which takes MTEB's batches and keyword arguments too)."""
+        return self.encoder.encode(texts, batch_size, normalize, show_progress, **options)
 
     # -- ranker -----------------------------------------------------------------------
     def predict(

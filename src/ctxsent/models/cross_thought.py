@@ -45,6 +45,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,6 +55,7 @@ from tqdm.auto import tqdm
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.protocols import encode_inputs
 from ctxsent.saving import (
     check_tensors,
     config_from,
@@ -404,10 +406,19 @@ class CrossThoughtModel(nn.Module):
         return out
 
     def encode(
-        self, texts: list[str], batch_size: int = 64, show_progress: bool = False
+        self,
+        texts: Sequence[str],
+        batch_size: int = 64,
+        show_progress: bool = False,
+        **options: Any,
     ) -> np.ndarray:
-        """The sentence embedding: the ``N`` special-token states concatenated, ``(n, N*d)``."""
-        embeddings = self.encode_special(list(texts), batch_size, show_progress)
+        """The sentence embedding: the ``N`` special-token states concatenated, ``(n, N*d)``.
+
+        ``texts`` may be MTEB 2's batches, and ``options`` MTEB's keyword arguments, which do
+        not change the embeddings (:func:`~ctxsent.protocols.encode_inputs`).
+        """
+        texts, show_progress = encode_inputs(texts, options, show_progress)
+        embeddings = self.encode_special(texts, batch_size, show_progress)
         return embeddings.reshape(len(texts), -1).numpy()
 
     # ---- saving --------------------------------------------------------------------------
@@ -531,9 +542,14 @@ class CrossThoughtRanker(As2Ranker):
         return scores
 
     def encode(
-        self, texts: list[str], batch_size: int = 64, show_progress: bool = False
+        self,
+        texts: Sequence[str],
+        batch_size: int = 64,
+        show_progress: bool = False,
+        **options: Any,
     ) -> np.ndarray:
-        return self.model.encode(texts, batch_size, show_progress)
+        """:meth:`CrossThoughtModel.encode` (MTEB's batches and keyword arguments too)."""
+        return self.model.encode(texts, batch_size, show_progress, **options)
 
     def save_pretrained(self, path: str | Path, overwrite: bool = False) -> Path:
         return self.model.save_pretrained(path, self.kind, overwrite)

@@ -17,6 +17,7 @@ import numpy as np
 from ctxsent.errors import InputError
 from ctxsent.models.backbones import resolve_backbone
 from ctxsent.models.ranker_base import As2Ranker, cosine_scores
+from ctxsent.protocols import MTEB_CONTEXT, as_texts
 from ctxsent.tasks.as2_records import As2Record
 
 
@@ -50,15 +51,19 @@ class SentenceTransformerAdapter(As2Ranker):
         show_progress: bool = False,
         **options: Any,
     ) -> np.ndarray:
-        """Embeddings from ``SentenceTransformer.encode``; other keyword arguments (a prompt,
-        as MTEB passes) go to it unchanged."""
+        """Embeddings from ``SentenceTransformer.encode``. ``texts`` may be MTEB 2's batches
+        (:func:`~ctxsent.protocols.as_texts`); MTEB's :data:`~ctxsent.protocols.MTEB_CONTEXT`
+        is dropped (no prompt is chosen from it, so it does not change the embeddings), its
+        ``show_progress_bar`` stands for ``show_progress``, and other keyword arguments (a
+        ``prompt``, ``precision``) go to ``SentenceTransformer.encode`` unchanged."""
+        show_progress = options.pop("show_progress_bar", show_progress)
         return self.model.encode(
-            list(texts),
+            as_texts(texts),
             batch_size=batch_size,
             normalize_embeddings=normalize,
             show_progress_bar=show_progress,
             convert_to_numpy=True,
-            **options,
+            **{name: value for name, value in options.items() if name not in MTEB_CONTEXT},
         )
 
     def predict(

@@ -13,6 +13,7 @@ is padded to its longest item, and the input order is restored at the end.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,6 +24,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.protocols import encode_inputs
 from ctxsent.saving import MANIFEST, check_tensors, config_from, model_folder, read_manifest
 from ctxsent.text.length_chunks import length_sorted_chunks
 from ctxsent.text.vocabulary import EOS_ID, PAD_ID, Vocabulary
@@ -64,8 +66,13 @@ class WordLevelEncoder(nn.Module):
             ids[row, : len(word_ids)] = torch.tensor(word_ids)
         return ids.to(self.embedding.weight.device), ids.ne(PAD_ID).to(self.embedding.weight.device)
 
-    def encode(self, texts: list[str], batch_size: int = 128) -> np.ndarray:
-        """Embed ``texts`` into a ``(len(texts), dim)`` float32 array, in input order."""
+    def encode(self, texts: Sequence[str], batch_size: int = 128, **options: Any) -> np.ndarray:
+        """Embed ``texts`` into a ``(len(texts), dim)`` float32 array, in input order.
+
+        ``texts`` may be MTEB 2's batches, and ``options`` MTEB's keyword arguments, which do
+        not change the embeddings (:func:`~ctxsent.protocols.encode_inputs`).
+        """
+        texts, _ = encode_inputs(texts, options)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         was_training = self.training
         self.eval()
