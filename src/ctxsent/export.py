@@ -305,7 +305,6 @@ def _onnx_graph(model) -> _OnnxGraph:
 
     from ctxsent.models.bi_encoder import BiEncoder, BiEncoderRanker
     from ctxsent.models.cross_encoder import CrossEncoderRanker
-    from ctxsent.models.segments import pad_batch
 
     sample = [As2Record("q", "what is exported?", "an onnx graph of the ranker.", 0, "a", "b")] * 2
     if isinstance(model, CrossEncoderRanker):
@@ -322,7 +321,7 @@ def _onnx_graph(model) -> _OnnxGraph:
                 inputs = (input_ids, token_type_ids, attention_mask)
                 return self.ranker(dict(zip(CROSS_ENCODER_INPUTS, inputs, strict=True)))
 
-        batch = pad_batch(next(ranker.encoded_chunks(sample))[1], ranker.tokenizer.pad_token_id)
+        _, batch = next(ranker.sorted_batches(sample, len(sample), torch.device("cpu")))
         return _OnnxGraph(
             Scorer(),
             {name: batch[name] for name in CROSS_ENCODER_INPUTS},

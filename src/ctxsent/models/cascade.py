@@ -215,7 +215,6 @@ class CascadeRanker(TransformerRanker):
         return self.forward_exits(features)[-1]
 
     # -- cascaded inference ------------------------------------------------------------
-    @torch.inference_mode()
     def predict_exits(
         self, records: Sequence[As2Record], batch_size: int = 64, upto: int | None = None
     ) -> np.ndarray:
@@ -224,22 +223,14 @@ class CascadeRanker(TransformerRanker):
         Returns ``(exits, records)``; each row is the ranking of one exit used as
         a model of its own (paper, Table 2). Only the layers up to exit ``upto`` run.
         """
-        from ctxsent.models.segments import pad_batch
-
-        self.eval()
         upto = self.num_stages - 1 if upto is None else upto
         logits = np.empty((upto + 1, len(records)), dtype=np.float32)
-        for offset, encoded, order in self.encoded_chunks(records):
-            for start in range(0, len(order), batch_size):
-                rows = order[start : start + batch_size]
-                batch = pad_batch([encoded[i] for i in rows], self.tokenizer.pad_token_id)
-                features = {k: v.to(self.device) for k, v in batch.items()}
-                outputs = self.forward_exits(features, upto)
-                for index, exit_logits in enumerate(outputs):
-                    logits[index, offset + rows] = exit_logits.float().cpu().numpy()
+        with self.inference(len(records)):
+            for rows, features in self.sorted_batches(records, batch_size):
+                for index, exit_logits in enumerate(self.forward_exits(features, upto)):
+                    logits[index, rows] = exit_logits.float().cpu().numpy()
         return logits
 
-    @torch.inference_mode()
     def predict(
         self,
         records: Sequence[As2Record],
@@ -252,17 +243,13 @@ class CascadeRanker(TransformerRanker):
         The integer part orders candidates by the exit they reached (survivors
         last = highest), the fraction by their score there, which gives the
         ranking described in the module docstring. ``self.last_cost`` holds the
-        layer-candidate cost of the call.
+        layer-candidate cost of the call. Runs in :attr:`precision` (fp32, bf16, fp16).
         """
-        from tqdm.auto import tqdm
-
         alphas = resolve_alphas(self.config.alphas if alpha is None else alpha, self.num_stages)
-        self.eval()
         scores = np.empty(len(records), dtype=np.float64)
         per_exit = [0] * len(self.config.exits)
         evaluations = 0
-        progress = tqdm(total=len(records), disable=not show_progress, desc="scoring", unit="pair")
-        with progress:
+        with self.inference(len(records), show_progress) as progress:
             for pack in _question_packs(records, _PACK):
                 pack_scores, pack_exit_counts, pack_evaluations = self._cascade(
                     [records[i] for i in pack], alphas, batch_size

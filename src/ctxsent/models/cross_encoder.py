@@ -16,8 +16,7 @@ from torch import nn
 
 from ctxsent.models.backbones import DEFAULT_BACKBONE, depth_options, resolve_backbone
 from ctxsent.models.layerwise import cls_logits, reads_cls_only
-from ctxsent.models.precision import autocast_context, quantize_int8, resolve_precision
-from ctxsent.models.segments import pad_batch
+from ctxsent.models.precision import quantize_int8, resolve_precision
 from ctxsent.models.transformer_ranker import (
     RankerConfig,
     TransformerRanker,
@@ -32,12 +31,10 @@ from ctxsent.tasks.as2_records import As2Record
 class CrossEncoderRanker(TransformerRanker):
     """A transformer cross-encoder that scores (question, candidate[, context]) records."""
 
+    supports_int8 = True
+
     def __init__(self, model: nn.Module, tokenizer, config: RankerConfig) -> None:
         super().__init__(model, tokenizer, config)
-        # Inference precision (ctxsent.models.precision). fp32 by default: on the trained
-        # WikiQA cross-encoder bf16 autocast cost 0.048 MAP and int8 0.022 (BENCHMARKS.md,
-        # "Inference speed against sentence-transformers"), beyond issue 23's 0.005 bound.
-        self.precision = "fp32"
         self._int8: tuple[int, nn.Module] | None = None  # (weights version, quantised copy)
 
     @classmethod
@@ -83,34 +80,20 @@ class CrossEncoderRanker(TransformerRanker):
             self._int8 = (version, quantize_int8(self.model))
         return self._int8[1]
 
-    @torch.inference_mode()
     def predict(
         self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
-        """Logit per record (higher = more likely correct), in input order.
-
-        Records are tokenised in chunks, sorted by token length within a chunk
-        and padded per batch to the longest item; ``self.precision`` selects the
-        autocast dtype, or the int8 copy of the model.
-        """
-        from tqdm.auto import tqdm
-
-        self.model.eval()
+        """Logit per record (higher = more likely correct), in input order, on the
+        :meth:`~TransformerRanker.sorted_batches` path in :attr:`precision` (int8 runs a
+        quantised copy of the model on the CPU)."""
         scores = np.empty(len(records), dtype=np.float32)
-        device = self.device
-        precision = resolve_precision(self.precision, device)
-        model = self.model
-        if precision == "int8":  # fbgemm kernels: the quantised copy runs on the CPU
+        model, device = self.model, self.device
+        if resolve_precision(self.precision, device) == "int8":  # fbgemm kernels: CPU only
             model, device = self._int8_model(), torch.device("cpu")
-        progress = tqdm(total=len(records), disable=not show_progress, desc="scoring", unit="pair")
-        with autocast_context(device, precision), progress:
-            for offset, encoded, order in self.encoded_chunks(records):
-                for start in range(0, len(order), batch_size):
-                    rows = order[start : start + batch_size]
-                    batch = pad_batch([encoded[i] for i in rows], self.tokenizer.pad_token_id)
-                    logits = _logits(model, {k: v.to(device) for k, v in batch.items()})
-                    scores[offset + rows] = logits.float().cpu().numpy()
-                    progress.update(len(rows))
+        with self.inference(len(records), show_progress) as progress:
+            for rows, features in self.sorted_batches(records, batch_size, device):
+                scores[rows] = _logits(model, features).float().cpu().numpy()
+                progress.update(len(rows))
         return scores
 
 

@@ -13,6 +13,7 @@ training the context reads like more candidate text rather than noise.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE
+from ctxsent.models.precision import autocast_context, resolve_precision
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.segments import encode_segments, pad_batch
 from ctxsent.saving import load_network, load_tokenizer, model_folder, read_manifest
@@ -139,14 +141,43 @@ class TransformerRanker(As2Ranker, nn.Module):
         encoded = encode_segments(self.tokenizer, self.segments(records), self.config.max_length)
         return pad_batch(encoded, self.tokenizer.pad_token_id)
 
-    def encoded_chunks(
-        self, records: Sequence[As2Record]
-    ) -> Iterator[tuple[int, list[tuple[list[int], list[int]]], np.ndarray]]:
-        """``(offset, encoded, longest-first order)`` for chunks of records, for inference."""
+    # -- the one inference path ---------------------------------------------------------
+    #: Inference precision (:mod:`ctxsent.models.precision`): fp32 unless set, since bf16
+    #: cost a trained WikiQA cross-encoder 0.048 MAP (BENCHMARKS.md); ``int8`` where the
+    #: model supports it (:attr:`supports_int8`).
+    precision = "fp32"
+    supports_int8 = False
+
+    @contextlib.contextmanager
+    def inference(self, total: int, show_progress: bool = False) -> Iterator:
+        """What every inference call runs under: eval mode, no autograd, the autocast of
+        :attr:`precision` and a progress bar over ``total`` records (yielded, to update)."""
+        from tqdm.auto import tqdm
+
+        precision = resolve_precision(self.precision, self.device)
+        if precision == "int8" and not self.supports_int8:
+            raise InputError(f"{self.kind}: int8 is for cross-encoders", field="precision")
+        self.eval()
+        progress = tqdm(total=total, disable=not show_progress, desc="scoring", unit="pair")
+        with torch.inference_mode(), autocast_context(self.device, precision), progress:
+            yield progress
+
+    def sorted_batches(
+        self, records: Sequence[As2Record], batch_size: int, device: torch.device | None = None
+    ) -> Iterator[tuple[np.ndarray, dict[str, torch.Tensor]]]:
+        """``(rows, features)`` batches over ``records`` for inference: tokenised in chunks,
+        longest first within a chunk, each batch padded to its longest item and moved to
+        ``device`` (default: the model's)."""
+        device = self.device if device is None else device
+        pad = self.tokenizer.pad_token_id
         for offset in range(0, len(records), _TOKENIZE_CHUNK):
             chunk = records[offset : offset + _TOKENIZE_CHUNK]
             encoded = encode_segments(self.tokenizer, self.segments(chunk), self.config.max_length)
-            yield offset, encoded, np.argsort([-len(ids) for ids, _ in encoded], kind="stable")
+            order = np.argsort([-len(ids) for ids, _ in encoded], kind="stable")
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                batch = pad_batch([encoded[i] for i in rows], pad)
+                yield offset + rows, {k: v.to(device) for k, v in batch.items()}
 
     def save_pretrained(self, path: str | Path, overwrite: bool = False) -> Path:
         """Write weights (safetensors), tokenizer and manifest atomically to ``path``.
