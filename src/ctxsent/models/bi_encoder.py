@@ -31,12 +31,11 @@ import numpy as np
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
-from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
 
 from ctxsent.errors import InputError, check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
-from ctxsent.models.precision import autocast_context
+from ctxsent.models.inference import inference
 from ctxsent.models.ranker_base import As2Ranker, cosine_scores
 from ctxsent.models.transformer_ranker import load_folder
 from ctxsent.protocols import encode_inputs
@@ -139,22 +138,14 @@ class BiEncoder(nn.Module):
         """
         texts, show_progress = encode_inputs(texts, options, show_progress)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        was_training = self.training
-        self.eval()
-        try:
-            with (
-                torch.inference_mode(),
-                autocast_context(self.device, self.precision),
-            ):
-                chunks = length_sorted_chunks(texts, batch_size)
-                for rows in tqdm(chunks, desc="encode", unit="batch", disable=not show_progress):
-                    batch = self.tokenize([texts[i] for i in rows])
-                    pooled = self(**{k: v.to(self.device) for k, v in batch.items()}).float()
-                    if normalize:
-                        pooled = nn.functional.normalize(pooled, p=2, dim=1)
-                    out[rows] = pooled.cpu().numpy()
-        finally:
-            self.train(was_training)
+        with inference(self, self.device, self.precision, len(texts), show_progress) as progress:
+            for rows in length_sorted_chunks(texts, batch_size):
+                batch = self.tokenize([texts[i] for i in rows])
+                pooled = self(**{k: v.to(self.device) for k, v in batch.items()}).float()
+                if normalize:
+                    pooled = nn.functional.normalize(pooled, p=2, dim=1)
+                out[rows] = pooled.cpu().numpy()
+                progress.update(len(rows))
         return out
 
 

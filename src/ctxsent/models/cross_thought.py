@@ -50,10 +50,10 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.models.inference import inference
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.protocols import encode_inputs
 from ctxsent.saving import (
@@ -394,15 +394,10 @@ class CrossThoughtModel(nn.Module):
     ) -> torch.Tensor:
         """``E`` ``(len(texts), N, d)`` float32 on the CPU, in input order (length-sorted)."""
         out = torch.empty(len(texts), self.config.num_special, self.width)
-        was_training = self.training
-        self.eval()
-        try:
-            with torch.inference_mode():
-                chunks = length_sorted_chunks(texts, batch_size)
-                for rows in tqdm(chunks, desc="encode", unit="batch", disable=not show_progress):
-                    out[rows] = self._embed_batch([texts[i] for i in rows]).float().cpu()
-        finally:
-            self.train(was_training)
+        with inference(self, self.device, total=len(texts), show_progress=show_progress) as bar:
+            for rows in length_sorted_chunks(texts, batch_size):
+                out[rows] = self._embed_batch([texts[i] for i in rows]).float().cpu()
+                bar.update(len(rows))
         return out
 
     def encode(

@@ -13,7 +13,6 @@ training the context reads like more candidate text rather than noise.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,7 +23,8 @@ from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE
-from ctxsent.models.precision import autocast_context, resolve_precision
+from ctxsent.models.inference import inference
+from ctxsent.models.precision import resolve_precision
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.segments import encode_segments, pad_batch
 from ctxsent.saving import load_network, load_tokenizer, model_folder, read_manifest
@@ -148,19 +148,12 @@ class TransformerRanker(As2Ranker, nn.Module):
     precision = "fp32"
     supports_int8 = False
 
-    @contextlib.contextmanager
-    def inference(self, total: int, show_progress: bool = False) -> Iterator:
-        """What every inference call runs under: eval mode, no autograd, the autocast of
-        :attr:`precision` and a progress bar over ``total`` records (yielded, to update)."""
-        from tqdm.auto import tqdm
-
-        precision = resolve_precision(self.precision, self.device)
-        if precision == "int8" and not self.supports_int8:
+    def inference(self, total: int, show_progress: bool = False):
+        """:func:`~ctxsent.models.inference.inference` in :attr:`precision`, over ``total``
+        records; ``int8`` only where :attr:`supports_int8`."""
+        if resolve_precision(self.precision, self.device) == "int8" and not self.supports_int8:
             raise InputError(f"{self.kind}: int8 is for cross-encoders", field="precision")
-        self.eval()
-        progress = tqdm(total=total, disable=not show_progress, desc="scoring", unit="pair")
-        with torch.inference_mode(), autocast_context(self.device, precision), progress:
-            yield progress
+        return inference(self, self.device, self.precision, total, show_progress, unit="pair")
 
     def sorted_batches(
         self, records: Sequence[As2Record], batch_size: int, device: torch.device | None = None

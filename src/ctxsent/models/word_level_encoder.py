@@ -24,6 +24,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.models.inference import inference
 from ctxsent.protocols import encode_inputs
 from ctxsent.saving import MANIFEST, check_tensors, config_from, model_folder, read_manifest
 from ctxsent.text.length_chunks import length_sorted_chunks
@@ -74,15 +75,10 @@ class WordLevelEncoder(nn.Module):
         """
         texts, _ = encode_inputs(texts, options)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        was_training = self.training
-        self.eval()
-        try:
-            with torch.inference_mode():
-                for rows in length_sorted_chunks(texts, batch_size):
-                    ids, mask = self.batch_ids([texts[i] for i in rows])
-                    out[rows] = self(ids, mask).float().cpu().numpy()
-        finally:
-            self.train(was_training)
+        with inference(self, self.embedding.weight.device):
+            for rows in length_sorted_chunks(texts, batch_size):
+                ids, mask = self.batch_ids([texts[i] for i in rows])
+                out[rows] = self(ids, mask).float().cpu().numpy()
         return out
 
     def with_vocabulary(self, vocabulary: Vocabulary, embeddings: np.ndarray) -> WordLevelEncoder:
