@@ -23,8 +23,7 @@ class Encoder(Protocol):
     ``texts`` is a sequence of strings or, as MTEB 2 gives it, an iterable of batches
     (:func:`encode_inputs`); ctxsent's encoders take MTEB's keyword arguments too. MTEB 2
     evaluates a model that also has ``similarity``, ``similarity_pairwise`` and
-    ``mteb_model_meta``: wrap the encoder in an ``mteb.models.AbsEncoder`` whose ``encode``
-    calls this one unchanged (``tests/models/test_mteb.py``).
+    ``mteb_model_meta``: :func:`ctxsent.mteb_encoder` adds them.
     """
 
     def encode(self, texts: Sequence[str], **kwargs: Any) -> np.ndarray: ...

@@ -116,11 +116,14 @@ def mteb(tmp_path_factory):
         yield pytest.importorskip("mteb")
 
 
+def test_mteb_encoder_refuses_a_non_encoder(mteb):
+    with pytest.raises(TypeError, match="mteb_encoder takes an encoder"):
+        ctxsent.mteb_encoder(object())
+
+
 def test_mteb_evaluate_scores_our_embeddings(mteb, ranker, tmp_path):
     from datasets import Dataset, DatasetDict
     from mteb.abstasks.sts import AbsTaskSTS
-    from mteb.models import ModelMeta
-    from mteb.models.abs_encoder import AbsEncoder
 
     class TinySTS(AbsTaskSTS):
         """Ten in-memory pairs scored 0..5: nothing to download."""
@@ -152,20 +155,16 @@ def test_mteb_evaluate_scores_our_embeddings(mteb, ranker, tmp_path):
             self.dataset = DatasetDict({"test": Dataset.from_dict(pairs)})
             self.data_loaded = True
 
-    class Adapter(AbsEncoder):
-        """What MTEB 2 evaluates (``EncoderProtocol``: similarity functions and model meta
-        besides ``encode``): ours, called with exactly what MTEB passes."""
+    calls: list[tuple[type, set[str]]] = []
 
-        def __init__(self, model) -> None:
-            self.model = model
-            self.mteb_model_meta = ModelMeta.create_empty({"name": "ctxsent/tiny"})
-            self.calls: list[tuple[type, set[str]]] = []
+    class Recorder:
+        """The ranker's encode, noting what MTEB hands to it."""
 
-        def encode(self, inputs, **kwargs):
-            self.calls.append((type(inputs), set(kwargs)))
-            return self.model.encode(inputs, **kwargs)
+        def encode(self, texts, **kwargs):
+            calls.append((type(texts), set(kwargs)))
+            return ranker.encode(texts, **kwargs)
 
-    adapter = Adapter(ranker)
+    adapter = ctxsent.mteb_encoder(Recorder(), name="ctxsent/tiny")
     result = mteb.evaluate(
         adapter,
         TinySTS(),
@@ -177,8 +176,8 @@ def test_mteb_evaluate_scores_our_embeddings(mteb, ranker, tmp_path):
     )
     # MTEB really handed over DataLoaders with its keyword arguments
     expected_kwargs = {"task_metadata", "hf_split", "hf_subset", "prompt_type", "batch_size"}
-    assert len(adapter.calls) == 2
-    assert all(kind is DataLoader and expected_kwargs <= kw for kind, kw in adapter.calls)
+    assert len(calls) == 2
+    assert all(kind is DataLoader and expected_kwargs <= kw for kind, kw in calls)
     # the per-pair cosines it scored are those of our embeddings, in order
     e1, e2 = ranker.encode(SENTENCE1, 3), ranker.encode(SENTENCE2, 3)
     cosines = (e1 * e2).sum(axis=1)  # normalised embeddings
