@@ -7,7 +7,8 @@ the encoder's views. This measures the reconstruction NLL per word of held-out s
 of the batch, and with zero views. Small gaps mean the decoder does the work and the
 sentence vector carries little of the sentence.
 
-    OMP_NUM_THREADS=1 python benchmarks/aae_view_reliance.py --run runs/aae
+    OMP_NUM_THREADS=1 python benchmarks/aae_view_reliance.py --run runs/aae \
+        --pretrain-data runs/aae-data
 """
 
 from __future__ import annotations
@@ -20,21 +21,28 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ctxsent.objectives.pretrain_data import VOCABULARY_FILE
 from ctxsent.objectives.reconstruct import collate_reconstruction
+from ctxsent.saving import RUN_FILE, read_run
 from ctxsent.tasks.senteval import get_task, load_task
 from ctxsent.text.vocabulary import PAD_ID, Vocabulary
 from ctxsent.training.encoder_presets import EncoderPretrainConfig
 from ctxsent.training.encoder_pretrain import build_objective
 
 
-def load_objective(run: Path, checkpoint: Path) -> torch.nn.Module:
-    """Encoder + decoder of a ``ctxsent pretrain encoder`` run, from ``checkpoint``."""
-    settings = json.loads((run / "pretrain.json").read_text(encoding="utf-8"))
+def load_objective(run: Path, pretrain_data: Path, checkpoint: Path) -> torch.nn.Module:
+    """Encoder + decoder of a ``ctxsent pretrain encoder`` run (its settings in ``run.json``,
+    its vocabulary in the ``pretrain-data`` folder it trained on), from ``checkpoint``."""
+    stored = read_run(run)
+    if stored is None:
+        raise SystemExit(f"{run}: no {RUN_FILE}; not a ctxsent pre-training run")
+    settings = {k: v for k, v in stored["settings"].items() if k != "data"}
     settings["decoder_dims"] = tuple(settings["decoder_dims"])
     config = EncoderPretrainConfig(**settings)
     if config.model != "mean-max-aae":
         raise SystemExit(f"{run}: a {config.model} run, not a Mean-Max AAE")
-    objective = build_objective(config, Vocabulary.load(run / "vocab.txt"), vectors=None)
+    vocabulary = Vocabulary.load(pretrain_data / VOCABULARY_FILE)
+    objective = build_objective(config, vocabulary, vectors=None)
     state = torch.load(checkpoint, map_location="cpu", weights_only=True)
     prefix = "objective."
     objective.load_state_dict(
@@ -54,13 +62,17 @@ def nll_per_word(objective, batch: dict, views: torch.Tensor) -> tuple[float, in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--run", type=Path, required=True, help="the pre-training run folder")
+    parser.add_argument(
+        "--pretrain-data", type=Path, required=True, help="the pretrain-data folder it read"
+    )
     parser.add_argument("--checkpoint", type=Path, help="default: RUN/checkpoints/last.ckpt")
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    objective = load_objective(args.run, args.checkpoint or args.run / "checkpoints/last.ckpt")
+    checkpoint = args.checkpoint or args.run / "checkpoints/last.ckpt"
+    objective = load_objective(args.run, args.pretrain_data, checkpoint)
     vocabulary, max_length = objective.encoder.vocabulary, objective.encoder.config.max_length
     pairs = load_task(get_task("STSB"), args.data).splits["test"]
     rows = [vocabulary.ids(t)[:max_length] for t in sorted({*pairs.first, *pairs.second})]
