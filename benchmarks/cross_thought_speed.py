@@ -29,12 +29,12 @@ from ctxsent.objectives.cross_thought import (
     CrossThoughtObjective,
     chunk_documents,
     collator_for,
-    get_preset,
 )
+from ctxsent.presets import get_preset
 
 
 def batches(corpus: str, preset_name: str, samples: int, sequences: int, count: int, seed: int):
-    preset = get_preset(preset_name)
+    preset = get_preset(preset_name, "cross-thought").config
     model = CrossThoughtModel.build(preset.model_config("all-MiniLM-L6-v2"))
     chunks = chunk_documents(
         load_corpus(corpus), model.tokenizer, 64, max_chunks=samples * sequences * count
@@ -58,7 +58,9 @@ def speed(args) -> dict:
     data = batches(args.corpus, "cross-thought-1-64-cpu", args.samples, args.sequences, 4, 0)
     runs = {}
     for name in ("cross-thought-1-64-cpu", "mlm-1-64-cpu"):
-        model = CrossThoughtModel.build(get_preset(name).model_config("all-MiniLM-L6-v2")).train()
+        model = CrossThoughtModel.build(
+            get_preset(name).config.model_config("all-MiniLM-L6-v2")
+        ).train()
         objective = CrossThoughtObjective(model)
         runs[name] = (objective, torch.optim.AdamW(objective.parameters(), lr=1e-5), [])
     for batch in data[:1]:  # warm-up, not timed
@@ -85,7 +87,7 @@ def memory(args) -> dict:
     """One forward+backward of Cross-Thought-1-64 at M = ``args.memory_child``, 1 sample."""
     data = batches(args.corpus, "cross-thought-1-64", 1, args.memory_child, 1, 0)[0]
     model = CrossThoughtModel.build(
-        get_preset("cross-thought-1-64").model_config("all-MiniLM-L6-v2")
+        get_preset("cross-thought-1-64").config.model_config("all-MiniLM-L6-v2")
     )
     objective = CrossThoughtObjective(model.train())
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

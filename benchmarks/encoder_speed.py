@@ -20,11 +20,12 @@ import json
 import platform
 import statistics
 import time
+from dataclasses import replace
 
 import torch
 
+from ctxsent.presets import get_preset
 from ctxsent.text.vocabulary import SPECIALS, Vocabulary
-from ctxsent.training.encoder_presets import preset_config
 from ctxsent.training.encoder_pretrain import build_objective
 
 VARIANTS = {
@@ -62,7 +63,8 @@ def main() -> None:
     runs = {}
     for name, (preset, overrides) in VARIANTS.items():
         suffix = "-cpu" if args.scale == "cpu" else ""
-        config = preset_config(preset + suffix, {**overrides, "batch_size": args.batch_size})
+        base = get_preset(preset + suffix, "encoder").config
+        config = replace(base, **overrides, batch_size=args.batch_size)
         objective = build_objective(config, vocabulary, None).train()
         optimizer = torch.optim.Adam(
             [p for p in objective.parameters() if p.requires_grad], lr=config.learning_rate

@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 OBJECTIVES = {  # objective -> (data kind, preset)
@@ -111,10 +112,10 @@ def child(objective: str, data: Path, out: Path) -> None:
         config = CrossThoughtPretrainConfig(preset=preset, max_steps=1, accelerator="cpu")
         pretrain_cross_thought(data, out, config, overwrite=True)
     else:
-        from ctxsent.training.encoder_presets import preset_config
+        from ctxsent.presets import get_preset
         from ctxsent.training.encoder_pretrain import pretrain_encoder
 
-        config = preset_config(preset, {"max_sentences": None, "max_steps": 1})
+        config = replace(get_preset(preset, "encoder").config, max_sentences=None, max_steps=1)
         pretrain_encoder(data, out, config, overwrite=True)
     seconds = round(time.perf_counter() - started, 1)
     result = {**marks, "peak_rss_mb": round(_peak_mb(), 1), "seconds": seconds}

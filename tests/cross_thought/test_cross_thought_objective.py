@@ -9,15 +9,14 @@ from cross_thought_fixtures import synthetic_documents, tiny_model
 
 from ctxsent.errors import InputError
 from ctxsent.objectives.cross_thought import (
-    PRESETS,
     ConsecutiveSequences,
     CrossThoughtObjective,
     TokenChunks,
     chunk_documents,
     collator_for,
-    get_preset,
 )
 from ctxsent.objectives.masking import IGNORE
+from ctxsent.presets import get_preset, presets
 
 
 def test_presets_follow_the_paper_and_have_cpu_variants():
@@ -29,15 +28,16 @@ def test_presets_follow_the_paper_and_have_cpu_variants():
         "mlm-1-64",
         "mlm-1-512",
     ]
-    assert set(PRESETS) == set(names) | {f"{n}-cpu" for n in names}
-    paper = get_preset("cross-thought-5-64")
+    registered = {p.name for p in presets("cross-thought")}
+    assert registered == set(names) | {f"{n}-cpu" for n in names}
+    paper = get_preset("cross-thought-5-64").config
     assert (paper.num_special, paper.sequence_length, paper.sequences_per_sample) == (5, 64, 500)
     assert paper.tokens_per_step == 128 * 500 * 64  # "4 million tokens"
     assert (paper.learning_rate, paper.warmup_steps, paper.max_steps) == (5e-4, 10_000, 125_000)
-    assert not get_preset("mlm-1-512").cross_sequence
-    assert get_preset("mlm-1-64-cpu").sequences_per_sample < 500
+    assert not get_preset("mlm-1-512").config.cross_sequence
+    assert get_preset("mlm-1-64-cpu").config.sequences_per_sample < 500
     with pytest.raises(InputError, match="unknown preset"):
-        get_preset("cross-thought-2-64")
+        get_preset("cross-thought-2-64", "cross-thought")
 
 
 def test_chunks_keep_order_stay_inside_documents_and_skip_excluded_titles():
@@ -63,7 +63,7 @@ def test_samples_are_consecutive_sequences_and_the_collator_masks_words_only():
     np.testing.assert_array_equal(samples[1][0], ids[4:8])
     assert len(samples[2][0]) == 2  # the last sample is short
     model = tiny_model()
-    collate = collator_for(model, get_preset("cross-thought-1-64-cpu"), seed=1)
+    collate = collator_for(model, get_preset("cross-thought-1-64-cpu").config, seed=1)
     batch = collate([samples[i] for i in range(3)] * 20)
     assert batch["input_ids"].shape == (60, 4, 8)
     assert batch["sequence_mask"][2].tolist() == [True, True, False, False]
@@ -113,7 +113,7 @@ def test_the_loss_trains_every_part_and_decreases():
     objective = CrossThoughtObjective(model).train()
     chunks = chunk_documents(synthetic_documents(), model.tokenizer, 16)
     samples = ConsecutiveSequences(chunks, 4)
-    collate = collator_for(model, get_preset("cross-thought-3-64-cpu"), seed=0)
+    collate = collator_for(model, get_preset("cross-thought-3-64-cpu").config, seed=0)
     optimizer = torch.optim.Adam(objective.parameters(), lr=3e-3)
     losses = []
     for step in range(25):

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 import ctxsent
 from ctxsent.cli import pretrain, pretrain_data
 from ctxsent.errors import InputError
-from ctxsent.training.encoder_presets import PRESETS, parse_overrides, preset_config
+from ctxsent.presets import get_preset, presets
 
 TINY = [
     "--set", "embedding_dim=16", "--set", "hidden_size=16", "--set", "ffn_size=32",
@@ -80,27 +80,23 @@ def test_cli_rejects_bad_input(cli, inputs, tmp_path):
     assert isinstance(wrong_dim.exception, InputError) and "16-d" in str(wrong_dim.exception)
     listing = run(cli, "pretrain", "x", "--list")
     assert listing.exit_code == 0 and "mean-max-rae-cpu" in listing.output
+    by_option = run(cli, "pretrain", "--preset", "rnn-cnn-small", "--data", data,
+                    "--out", tmp_path / "e", "--word-vectors", vectors)  # fmt: skip
+    assert "16-d" in str(by_option.exception)  # --preset names the preset as the argument does
 
 
-def test_overrides_are_typed_and_checked():
-    assert parse_overrides(["decoder_dims=8,16", "max_minutes=2", "max_sentences=none"]) == {
-        "decoder_dims": (8, 16),
-        "max_minutes": 2.0,
-        "max_sentences": None,
-    }
-    with pytest.raises(InputError, match="colour"):
-        parse_overrides(["colour=red"])
-    with pytest.raises(InputError, match="hidden_size"):
-        parse_overrides(["hidden_size=big"])
+def config(name: str):
+    return get_preset(name, "encoder").config
 
 
 def test_every_preset_has_a_cpu_variant_and_paper_values():
-    paper = [name for name in PRESETS if not name.endswith("-cpu")]
-    assert all(f"{name}-cpu" in PRESETS for name in paper)
-    small, large = preset_config("rnn-cnn-small"), preset_config("rnn-cnn-large")
+    names = [p.name for p in presets("encoder")]
+    paper = [name for name in names if not name.endswith("-cpu")]
+    assert all(f"{name}-cpu" in names for name in paper)
+    small, large = config("rnn-cnn-small"), config("rnn-cnn-large")
     assert (small.hidden_size, large.hidden_size, small.learning_rate) == (300, 1200, 5e-4)
     assert (small.decoder_dims, small.target_length, small.batch_size) == ((600, 1200), 30, 512)
-    aae = preset_config("mean-max-aae")
+    aae = config("mean-max-aae")
     assert (aae.hidden_size, aae.ffn_size, aae.heads, aae.max_grad_norm) == (2048, 4096, 8, 5.0)
-    assert preset_config("mean-max-rae").architecture == "lstm"
-    assert preset_config("rnn-cnn-ar-cnn-us").input_mode == "uniform-sampling"
+    assert config("mean-max-rae").architecture == "lstm"
+    assert config("rnn-cnn-ar-cnn-us").input_mode == "uniform-sampling"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -17,8 +19,8 @@ from ctxsent.objectives.pretrain_data import (
     load_pretrain_data,
 )
 from ctxsent.objectives.reconstruct import SentenceDataset
+from ctxsent.presets import get_preset
 from ctxsent.text.vocabulary import Vocabulary, corpus_sentences, tokenize_corpus
-from ctxsent.training.encoder_presets import preset_config
 from ctxsent.training.encoder_pretrain import pretrain_encoder
 
 
@@ -58,9 +60,9 @@ def test_the_folder_holds_the_in_memory_vocabulary_and_sentences(
 
 
 def _tiny(**settings):
-    return preset_config(
-        "mean-max-aae-cpu",
-        {"embedding_dim": 8, "hidden_size": 8, "ffn_size": 16, "heads": 2, "batch_size": 4,
+    return replace(
+        get_preset("mean-max-aae-cpu").config,
+        **{"embedding_dim": 8, "hidden_size": 8, "ffn_size": 16, "heads": 2, "batch_size": 4,
          "word_vectors": "none", "expand_vocabulary": 0, "max_sentences": None,
          "vocab_size": 10, "accelerator": "cpu", "dropout": 0.2, **settings},
     )  # fmt: skip

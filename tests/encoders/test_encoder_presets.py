@@ -5,27 +5,31 @@ from itertools import combinations
 
 import pytest
 
-from ctxsent.training.encoder_presets import PRESETS, preset_config
+from ctxsent.presets import get_preset, presets
 
-PAPER = [name for name in PRESETS if not name.endswith("-cpu")]
+PAPER = [p.name for p in presets("encoder") if not p.name.endswith("-cpu")]
 WIDTHS = ("hidden_size", "ffn_size", "decoder_dims")
 
 
+def config(name: str):
+    return get_preset(name, "encoder").config
+
+
 def family_base(name: str) -> str:
-    return "mean-max-aae" if preset_config(name).model == "mean-max-aae" else "rnn-cnn-small"
+    return "mean-max-aae" if config(name).model == "mean-max-aae" else "rnn-cnn-small"
 
 
 def test_distinct_paper_presets_have_distinct_cpu_variants():
     for first, second in combinations(PAPER, 2):
-        assert preset_config(first) != preset_config(second)
-        assert preset_config(f"{first}-cpu") != preset_config(f"{second}-cpu"), (first, second)
+        assert config(first) != config(second)
+        assert config(f"{first}-cpu") != config(f"{second}-cpu"), (first, second)
 
 
 @pytest.mark.parametrize("name", PAPER)
 def test_cpu_variant_keeps_the_distinguishing_settings_widths_scaled(name):
-    base = asdict(preset_config(family_base(name)))
-    base_cpu = asdict(preset_config(f"{family_base(name)}-cpu"))
-    paper, cpu = asdict(preset_config(name)), asdict(preset_config(f"{name}-cpu"))
+    base = asdict(config(family_base(name)))
+    base_cpu = asdict(config(f"{family_base(name)}-cpu"))
+    paper, cpu = asdict(config(name)), asdict(config(f"{name}-cpu"))
     distinguishing = {key for key in paper if paper[key] != base[key]}
     for key in distinguishing:
         if key in WIDTHS:  # the same ratio to the family's CPU width as in the paper
@@ -36,5 +40,5 @@ def test_cpu_variant_keeps_the_distinguishing_settings_widths_scaled(name):
 
 
 def test_large_rnn_cnn_cpu_scales_the_gru_like_the_small_one():
-    assert preset_config("rnn-cnn-small-cpu").hidden_size == 128
-    assert preset_config("rnn-cnn-large-cpu").hidden_size == 512  # 1200 x 128 / 300
+    assert config("rnn-cnn-small-cpu").hidden_size == 128
+    assert config("rnn-cnn-large-cpu").hidden_size == 512  # 1200 x 128 / 300

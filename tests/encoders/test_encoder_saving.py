@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -9,8 +10,8 @@ from encoder_data import synthetic_documents, write_word_vectors
 import ctxsent
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.bag_of_words import WordVectors
+from ctxsent.presets import get_preset
 from ctxsent.text.vocabulary import Vocabulary, corpus_sentences
-from ctxsent.training.encoder_presets import preset_config
 from ctxsent.training.encoder_pretrain import build_objective, export_encoder
 
 TINY = {
@@ -31,7 +32,7 @@ def vectors(tmp_path_factory):
 
 @pytest.mark.parametrize("preset", ["rnn-cnn-small-cpu", "mean-max-aae-cpu", "mean-max-rae-cpu"])
 def test_save_load_encode_round_trip_without_decoder(tmp_path, vectors, preset):
-    config = preset_config(preset, TINY)
+    config = replace(get_preset(preset).config, **TINY)
     vocabulary = Vocabulary.build(corpus_sentences(synthetic_documents(3)))
     objective = build_objective(config, vocabulary, vectors).eval()
     export_encoder(objective.encoder, vectors, config, tmp_path / "encoder")
@@ -48,7 +49,7 @@ def test_save_load_encode_round_trip_without_decoder(tmp_path, vectors, preset):
 
 
 def test_rnn_cnn_expansion_maps_pretrained_vectors_linearly(tmp_path, vectors):
-    config = preset_config("rnn-cnn-small-cpu", TINY)
+    config = replace(get_preset("rnn-cnn-small-cpu").config, **TINY)
     vocabulary = Vocabulary.build(corpus_sentences(synthetic_documents(3)))
     objective = build_objective(config, vocabulary, vectors)
     with torch.no_grad():  # as if training had learned E(w) = 2 v(w) + 1
@@ -63,7 +64,7 @@ def test_rnn_cnn_expansion_maps_pretrained_vectors_linearly(tmp_path, vectors):
 
 
 def test_bad_folders_and_inputs(tmp_path, vectors):
-    config = preset_config("mean-max-aae-cpu", TINY)
+    config = replace(get_preset("mean-max-aae-cpu").config, **TINY)
     vocabulary = Vocabulary.build(corpus_sentences(synthetic_documents(2)))
     encoder = build_objective(config, vocabulary, vectors).encoder
     folder = tmp_path / "encoder"

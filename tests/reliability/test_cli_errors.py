@@ -296,14 +296,14 @@ CONFIG_CASES = [
         "one of auto",
     ),
     (
-        "encoder_presets.preset_config",
-        {"name": "rnn-cnn-small-cpu", "overrides": {"batch_size": 0}},
+        "encoder_presets.EncoderPretrainConfig",
+        {"batch_size": 0},
         "batch_size",
         "must be >= 1",
     ),
     (
-        "encoder_presets.preset_config",
-        {"name": "mean-max-aae-cpu", "overrides": {"dropout": 1.0}},
+        "encoder_presets.EncoderPretrainConfig",
+        {"dropout": 1.0},
         "dropout",
         "< 1",
     ),

@@ -11,7 +11,8 @@ from ctxsent.cli import pretrain, pretrain_data
 from ctxsent.errors import InputError
 from ctxsent.objectives.ssp import SspConfig
 from ctxsent.objectives.ssp_data import build_ssp_dataset, load_ssp_dataset
-from ctxsent.training.ssp_pretrain import SspPretrainConfig, preset, pretrain_ssp
+from ctxsent.presets import apply_overrides, get_preset
+from ctxsent.training.ssp_pretrain import SspPretrainConfig, pretrain_ssp
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +71,11 @@ def test_cli_builds_data_and_reports_bad_objective(corpus, tiny_bert, tmp_path):
 
 def test_presets_cover_each_objective_at_both_scales():
     for objective in ("sdc", "dpc", "dslc", "all"):
-        assert preset(f"ssp-{objective}").batch_size == 4096
-        assert preset(f"ssp-{objective}-cpu", max_steps=7).max_steps == 7
+        assert get_preset(f"ssp-{objective}", "ssp").config.batch_size == 4096
+        cpu = get_preset(f"ssp-{objective}-cpu", "ssp").config
+        assert apply_overrides(cpu, ["max_steps=7"]).max_steps == 7
     with pytest.raises(InputError, match="unknown preset"):
-        preset("ssp-nsp")
+        get_preset("ssp-nsp", "ssp")
 
 
 def _tiny_ranker(tiny_bert):

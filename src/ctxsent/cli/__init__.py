@@ -14,6 +14,7 @@ module                 commands
 :mod:`.rank`           ``rank``, ``demo``
 :mod:`.serve`          ``serve``
 :mod:`.export`         ``export``
+:mod:`.presets`        ``presets``
 =====================  ==================================================================
 
 A command only parses its options and calls library functions a Python user can call too;
@@ -43,6 +44,7 @@ from ctxsent.cli import (
     export,
     finetune,
     pipeline,
+    presets,
     pretrain,
     pretrain_data,
     rank,
@@ -91,6 +93,7 @@ app.command("rank")(rank.rank)
 app.command("demo")(rank.demo)
 app.command("serve")(serve.serve)
 app.command("export")(export.export)
+app.command("presets")(presets.list_presets)
 
 
 def _print_version(value: bool) -> None:

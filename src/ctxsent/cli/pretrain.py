@@ -2,15 +2,16 @@
 encoders, and SSP continuous pre-training (MLM + SSP, or ELECTRA: MLM + RTD + SSP).
 
 Each reads a data folder from ``ctxsent pretrain-data``; each run folder resumes when the
-command is run again with it. Encoder settings come from the preset, then
-``--word-vectors``, ``--max-minutes``, ``--max-steps`` and ``--set key=value`` (any field of
-:class:`~ctxsent.training.encoder_presets.EncoderPretrainConfig`; tuples as ``600,1200``, ``none``
-for no value).
+command is run again with it. Settings come from ``--preset`` (``ctxsent presets``), then the
+command's own options, then ``--set key=value`` (any field of the preset's config, typed by
+:func:`~ctxsent.presets.apply_overrides`; tuples as ``600,1200``, ``none`` for no value), all
+checked before any data or model is loaded.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -18,14 +19,30 @@ import typer
 
 from ctxsent.cli.options import DevicesOption, OverwriteOption, SeedOption, positive
 from ctxsent.errors import InputError
-from ctxsent.training.encoder_presets import PRESETS, parse_overrides, preset_config
+from ctxsent.presets import apply_overrides, get_preset, presets
 from ctxsent.training.settings import Accelerator, Precision
 
 app = typer.Typer(no_args_is_help=True, help="Pre-train sentence encoders on a corpus.")
 CROSS_THOUGHT_PRESETS = (
-    "cross-thought-{1,3,5}-64, cross-thought-1-512, mlm-1-64, mlm-1-512 (paper scale) "
-    "or the same names + '-cpu' (minutes on a laptop)"
+    "a cross-thought preset, e.g. cross-thought-1-64 (paper scale) or cross-thought-1-64-cpu "
+    "(minutes on CPU); list them with 'ctxsent presets --family cross-thought'"
 )
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="override a setting of the preset: KEY=VALUE (repeatable; tuples as a,b; 'none' "
+        "for no value); the keys are the fields of the preset's config",
+    ),
+]
+
+
+def configured(name: str, family: str, flags: dict, assignments: list[str] | None):
+    """Preset ``name``'s config, then the command's options that were given (not ``None``),
+    then the ``--set`` ``assignments``; every key and value checked, nothing loaded."""
+    config = get_preset(name, family).config
+    config = replace(config, **{k: v for k, v in flags.items() if v is not None})
+    return apply_overrides(config, assignments or ())
 
 
 @app.command("cross-thought")
@@ -58,6 +75,7 @@ def cross_thought(
     accelerator: Accelerator = "auto",
     devices: DevicesOption = "auto",
     seed: SeedOption = 0,
+    set_: SetOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train a Cross-Thought encoder (or an MLM baseline) on a data folder."""
@@ -78,8 +96,9 @@ def cross_thought(
         accelerator=accelerator,
         devices=devices,
         seed=seed,
+        overrides=set_ or None,
     )
-    config.resolved_preset()  # unknown preset: fail before reading the data
+    config.resolved_preset()  # unknown preset or setting: fail before reading the data
     summary = pretrain_cross_thought(data, out, config, overwrite)
     typer.echo(json.dumps(summary, indent=2))
 
@@ -87,7 +106,10 @@ def cross_thought(
 @app.command("encoder")
 def encoder(
     preset: str | None = typer.Argument(
-        None, help="A preset name (see --list) e.g. rnn-cnn-small-cpu."
+        None, help="An encoder preset, e.g. rnn-cnn-small-cpu (see --list); or use --preset."
+    ),
+    preset_option: str | None = typer.Option(
+        None, "--preset", help="The encoder preset, as an option (same as the argument)."
     ),
     data: Path | None = typer.Option(
         None, help="Data folder from 'ctxsent pretrain-data encoder' (same vocabulary settings)."
@@ -100,8 +122,10 @@ def encoder(
         None, callback=positive, help="Wall-clock budget of the whole run."
     ),
     max_steps: int | None = typer.Option(None, min=1, help="Optimiser steps of the whole run."),
-    set_: list[str] = typer.Option([], "--set", help="Override a setting: KEY=VALUE."),
-    list_presets: bool = typer.Option(False, "--list", help="Print the presets and exit."),
+    set_: SetOption = None,
+    list_presets: bool = typer.Option(
+        False, "--list", help="Print the encoder presets (as 'ctxsent presets') and exit."
+    ),
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train an RNN-CNN or Mean-Max AAE sentence encoder; saves OUT/encoder."""
@@ -109,23 +133,19 @@ def encoder(
     from ctxsent.training.encoder_pretrain import pretrain_encoder as run
 
     if list_presets:
-        for name, overrides in PRESETS.items():
-            typer.echo(f"{name}: {json.dumps(overrides)}")
+        for item in presets("encoder"):
+            typer.echo(f"{item.name}\t{item.description}")
         return
-    if preset is None:
+    if preset is not None and preset_option is not None and preset != preset_option:
+        raise InputError(f"two presets given: {preset} and {preset_option}", field="preset")
+    name = preset or preset_option
+    if name is None:
         raise InputError("name a preset (see --list)", field="preset")
     if data is None or out is None:
         raise InputError("--data and --out are required", field="data" if data is None else "out")
+    flags = {"word_vectors": word_vectors, "max_minutes": max_minutes, "max_steps": max_steps}
+    config = configured(name, "encoder", flags, set_)
     check_writable(out, folder=True)
-    overrides = parse_overrides(set_)
-    for key, value in (
-        ("word_vectors", word_vectors),
-        ("max_minutes", max_minutes),
-        ("max_steps", max_steps),
-    ):
-        if value is not None:
-            overrides[key] = value
-    config = preset_config(preset, overrides)
     summary = run(data, out, config, overwrite)
     typer.echo(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=2))
     typer.echo(f"encoder saved to {out / 'encoder'}")
@@ -138,21 +158,29 @@ def ssp(
     preset: Annotated[
         str,
         typer.Option(
-            help="ssp-{sdc,dpc,dslc,all}[-electra|-electra-small] (GPU scale) or "
-            "ssp-...[-electra]-cpu; ELECTRA presets use the data's tokenizer (--train-tokenizer)"
+            help="an ssp preset ('ctxsent presets --family ssp'); ELECTRA presets use the "
+            "data's tokenizer (pretrain-data ssp --train-tokenizer)"
         ),
     ] = "ssp-dpc-cpu",
     backbone: Annotated[
         str | None, typer.Option(help="override the preset's backbone (not for ELECTRA)")
     ] = None,
-    max_steps: Annotated[int | None, typer.Option(min=1)] = None,
-    batch_size: Annotated[int | None, typer.Option(min=1)] = None,
-    lr: Annotated[float | None, typer.Option(callback=positive)] = None,
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, help="override the preset's steps")
+    ] = None,
+    batch_size: Annotated[
+        int | None, typer.Option(min=1, help="override the preset's batch size")
+    ] = None,
+    lr: Annotated[
+        float | None, typer.Option(callback=positive, help="override the preset's learning rate")
+    ] = None,
     head_lr_scale: Annotated[
         float | None,
         typer.Option(callback=positive, help="learning-rate multiplier of the new SSP head"),
     ] = None,
-    warmup_steps: Annotated[int | None, typer.Option(min=0)] = None,
+    warmup_steps: Annotated[
+        int | None, typer.Option(min=0, help="override the preset's warm-up steps")
+    ] = None,
     ssp_weight: Annotated[
         float | None,
         typer.Option(
@@ -170,17 +198,16 @@ def ssp(
     precision: Precision | None = None,
     accelerator: Accelerator | None = None,
     devices: DevicesOption = None,
-    seed: Annotated[int | None, typer.Option(min=0)] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="override the preset's seed")] = None,
+    set_: SetOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """MLM + SSP (or ELECTRA: MLM + RTD + SSP) pre-training; resumable; fine-tune OUT/model."""
     from ctxsent.io import check_writable
-    from ctxsent.training.ssp_pretrain import preset as named
     from ctxsent.training.ssp_pretrain import pretrain_ssp as run
 
     check_writable(out, folder=True)
-    config = named(
-        preset,
+    flags = dict(
         backbone=backbone,
         max_steps=max_steps,
         batch_size=batch_size,
@@ -195,5 +222,6 @@ def ssp(
         devices=devices,
         seed=seed,
     )
+    config = configured(preset, "ssp", flags, set_)
     result = run(data, out, config, overwrite=overwrite)
     typer.echo(json.dumps({k: result[k] for k in ("steps", "final")}, indent=2))

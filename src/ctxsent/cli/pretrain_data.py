@@ -15,8 +15,7 @@ from typing import Annotated, Literal
 import typer
 
 from ctxsent.cli.options import OverwriteOption, SeedOption
-from ctxsent.cli.pretrain import CROSS_THOUGHT_PRESETS
-from ctxsent.training.encoder_presets import parse_overrides, preset_config
+from ctxsent.cli.pretrain import CROSS_THOUGHT_PRESETS, SetOption, configured
 from ctxsent.training.settings import MIN_INPUT_LENGTH
 
 app = typer.Typer(no_args_is_help=True, help="Build pre-training examples.")
@@ -34,18 +33,18 @@ def cross_thought(
     max_sequences: Annotated[
         int | None, typer.Option(min=1, help="keep only the first N short sequences")
     ] = None,
+    set_: SetOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Cut a corpus into the preset's tokenised short sequences (Arrow, memory-mapped)."""
     from ctxsent.io import check_writable
-    from ctxsent.objectives.cross_thought import get_preset
     from ctxsent.objectives.pretrain_data import build_cross_thought_data
 
     check_writable(out, folder=True)
-    get_preset(preset)  # unknown preset: fail before reading the corpus
-    summary = build_cross_thought_data(
-        corpus, out, preset, backbone, num_proc, max_sequences, overwrite=overwrite
-    )
+    summary = build_cross_thought_data(  # checks the preset and --set before the corpus
+        corpus, out, preset, backbone, num_proc, max_sequences, overwrite=overwrite,
+        overrides=set_ or (),
+    )  # fmt: skip
     typer.echo(json.dumps(summary, indent=2))
 
 
@@ -53,10 +52,8 @@ def cross_thought(
 def encoder(
     corpus: Path = typer.Option(..., help="Corpus folder from 'ctxsent corpus build'."),
     out: Path = typer.Option(..., help="Output data folder."),
-    preset: str = typer.Option(..., help="A preset name (see 'pretrain encoder --list')."),
-    set_: list[str] = typer.Option(
-        [], "--set", help="Override a setting: KEY=VALUE (vocab_size, max_sentences matter)."
-    ),
+    preset: str = typer.Option(..., help="An encoder preset ('ctxsent presets --family encoder')."),
+    set_: SetOption = None,
     num_proc: int = typer.Option(1, min=1, help="Worker processes."),
     overwrite: OverwriteOption = False,
 ) -> None:
@@ -65,7 +62,7 @@ def encoder(
     from ctxsent.objectives.pretrain_data import build_encoder_data
 
     check_writable(out, folder=True)
-    config = preset_config(preset, parse_overrides(set_))
+    config = configured(preset, "encoder", {}, set_)  # vocab_size, max_sentences matter
     summary = build_encoder_data(
         corpus, out, config.vocab_size, config.max_sentences, num_proc, preset,
         overwrite=overwrite,

@@ -36,16 +36,17 @@ from torch.utils.data import Dataset
 
 from ctxsent.corpus.document import Document
 from ctxsent.corpus.titles import normalize_title, normalize_titles
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, check_range
 from ctxsent.models.cross_thought import AttentionLayer, CrossThoughtConfig, CrossThoughtModel
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
+from ctxsent.presets import Preset, register
 
 
 @dataclass(frozen=True)
 class CrossThoughtPreset:
-    """A named pre-training setting; paper values from section 4.2 unless noted."""
+    """The settings of a registered preset (:mod:`ctxsent.presets`, family
+    ``cross-thought``); paper values from section 4.2 unless noted."""
 
-    name: str
     num_special: int
     cross_sequence: bool
     sequence_length: int
@@ -57,6 +58,14 @@ class CrossThoughtPreset:
     from_backbone: bool
     mask_probability: float = 0.15
     dropout: float = 0.1
+
+    def __post_init__(self) -> None:
+        check_range(self, "num_special sequence_length sequences_per_sample batch_size", 1)
+        check_range(self, "max_steps", 1)
+        check_range(self, "warmup_steps", 0)
+        check_range(self, "learning_rate", 0, above=True)
+        check_range(self, "mask_probability", 0, 1, above=True, below=True)
+        check_range(self, "dropout", 0, 1, below=True)
 
     @property
     def tokens_per_step(self) -> int:
@@ -72,19 +81,20 @@ class CrossThoughtPreset:
         )
 
 
-def _paper(name: str, n: int, cross: bool, length: int) -> CrossThoughtPreset:
+def _paper(n: int, cross: bool, length: int) -> CrossThoughtPreset:
     # 500 x 64 tokens per sample, batch 128 (4M tokens), 125k steps, 10k warm-up, lr 5e-4.
     # The 512-token variants keep the tokens per sample: 63 sequences of 512 (~32k tokens).
     per_sample = 500 if length == 64 else 63
-    return CrossThoughtPreset(name, n, cross, length, per_sample, 128, 5e-4, 10_000, 125_000, False)
+    return CrossThoughtPreset(n, cross, length, per_sample, 128, 5e-4, 10_000, 125_000, False)
 
 
 def _cpu(paper: CrossThoughtPreset) -> CrossThoughtPreset:
-    # Minutes on 2 CPU cores: start from MiniLM, 4 samples of ~1k tokens per step.
+    """The one rule of the ``-cpu`` variants: minutes on 2 CPU cores, starting from MiniLM,
+    4 samples of ~1k tokens per step; the special tokens, the cross-sequence layers and the
+    sequence length (what distinguishes the presets) are kept."""
     per_sample = 16 if paper.sequence_length == 64 else 2
     return replace(
         paper,
-        name=f"{paper.name}-cpu",
         sequences_per_sample=per_sample,
         batch_size=4,
         learning_rate=1e-4,
@@ -94,23 +104,23 @@ def _cpu(paper: CrossThoughtPreset) -> CrossThoughtPreset:
     )
 
 
-_PAPER_PRESETS = [
-    _paper("cross-thought-1-64", 1, True, 64),
-    _paper("cross-thought-3-64", 3, True, 64),
-    _paper("cross-thought-5-64", 5, True, 64),
-    _paper("cross-thought-1-512", 1, True, 512),
-    _paper("mlm-1-64", 1, False, 64),
-    _paper("mlm-1-512", 1, False, 512),
-]
-PRESETS: dict[str, CrossThoughtPreset] = {
-    p.name: p for paper in _PAPER_PRESETS for p in (paper, _cpu(paper))
-}
+def _register() -> None:
+    for name, n, cross, length in [
+        ("cross-thought-1-64", 1, True, 64),
+        ("cross-thought-3-64", 3, True, 64),
+        ("cross-thought-5-64", 5, True, 64),
+        ("cross-thought-1-512", 1, True, 512),
+        ("mlm-1-64", 1, False, 64),
+        ("mlm-1-512", 1, False, 512),
+    ]:
+        model = f"Cross-Thought, {n} special token(s)" if cross else "MLM baseline"
+        paper = _paper(n, cross, length)
+        what = f"{model}, {length}-token sequences"
+        register(Preset(name, "cross-thought", f"{what}; paper scale (section 4.2)", paper))
+        register(Preset(f"{name}-cpu", "cross-thought", f"{what}; minutes on CPU", _cpu(paper)))
 
 
-def get_preset(name: str) -> CrossThoughtPreset:
-    if name not in PRESETS:
-        raise InputError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}", field="preset")
-    return PRESETS[name]
+_register()
 
 
 # ---- data ------------------------------------------------------------------------------------

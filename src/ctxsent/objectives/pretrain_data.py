@@ -48,7 +48,7 @@ import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -58,6 +58,7 @@ from ctxsent.corpus.titles import EVALUATION_OVERLAP_TITLES, normalize_title, no
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_path
 from ctxsent.models.backbones import DEFAULT_BACKBONE
+from ctxsent.presets import apply_overrides, get_preset
 
 SUMMARY = "pretrain_data.json"
 TOKENIZER_DIR = "tokenizer"
@@ -89,9 +90,11 @@ def build_cross_thought_data(
     exclude_titles: Iterable[str] = EVALUATION_OVERLAP_TITLES,
     min_tokens: int = 8,
     overwrite: bool = False,
+    overrides: Sequence[str] = (),
 ) -> dict:
-    """Cut ``corpus`` into ``preset``'s short sequences with ``backbone``'s tokenizer into
-    the folder ``out``; return its summary.
+    """Cut ``corpus`` into ``preset``'s short sequences (its ``sequence_length`` after the
+    ``key=value`` ``overrides``) with ``backbone``'s tokenizer into the folder ``out``;
+    return its summary.
 
     ``max_sequences`` keeps the first sequences only: documents are then read in rounds
     (256, 512, ... documents) until there are enough.
@@ -100,9 +103,9 @@ def build_cross_thought_data(
     from transformers import AutoTokenizer
 
     from ctxsent.models.backbones import resolve_backbone
-    from ctxsent.objectives.cross_thought import get_preset
 
-    sequence_length = get_preset(preset).sequence_length
+    settings = apply_overrides(get_preset(preset, "cross-thought").config, overrides)
+    sequence_length = settings.sequence_length
     if max_sequences is not None and max_sequences < 1:
         raise InputError(f"must be at least 1, got {max_sequences}", field="max_sequences")
     loaded, out = _open_corpus(corpus, out, num_proc, overwrite)

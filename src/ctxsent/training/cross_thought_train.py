@@ -55,7 +55,6 @@ from ctxsent.objectives.cross_thought import (
     CrossThoughtObjective,
     CrossThoughtPreset,
     collator_for,
-    get_preset,
 )
 from ctxsent.objectives.pretrain_data import (
     ArrowChunks,
@@ -63,6 +62,7 @@ from ctxsent.objectives.pretrain_data import (
     data_identity,
     load_pretrain_data,
 )
+from ctxsent.presets import apply_overrides, get_preset
 from ctxsent.saving import write_model_card
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.tasks.senteval import Pairs
@@ -90,6 +90,9 @@ class CrossThoughtPretrainConfig:
     accelerator: str = "auto"
     devices: int | str = "auto"
     seed: int = 0
+    overrides: list[str] | None = None
+    """``key=value`` settings of the preset (:func:`~ctxsent.presets.apply_overrides`),
+    kept as given so a resumed run compares them; ``None``: the preset as registered."""
 
     def __post_init__(self) -> None:
         check_range(self, "max_steps checkpoint_every", 1)
@@ -99,7 +102,8 @@ class CrossThoughtPretrainConfig:
         check_choice(self, "accelerator", ACCELERATORS)
 
     def resolved_preset(self) -> CrossThoughtPreset:
-        preset = get_preset(self.preset)
+        registered = get_preset(self.preset, "cross-thought").config
+        preset = apply_overrides(registered, self.overrides or ())
         if self.max_steps is not None:
             preset = replace(preset, max_steps=self.max_steps)
         if self.from_backbone is not None:

@@ -1,9 +1,9 @@
 """Settings of encoder pre-training and the named presets of both papers.
 
 One flat :class:`EncoderPretrainConfig` covers RNN-CNN and Mean-Max AAE, so every preset and
-every ablation is a handful of overrides (:data:`PRESETS`) and the CLI's
-``--set key=value`` reaches any setting. This module imports nothing heavy, so the CLI
-starts fast.
+every ablation is a handful of overrides, registered as the ``encoder`` family of
+:mod:`ctxsent.presets`, and ``--set key=value`` (:func:`~ctxsent.presets.apply_overrides`)
+reaches any setting. This module imports nothing heavy, so the CLI starts fast.
 
 Paper settings: RNN-CNN appendix B (batch 512, inputs and targets of 30 words, Adam
 5e-4, 20k words, GloVe-initialised 300-d embeddings); Mean-Max AAE section 4.2 (Adam
@@ -12,9 +12,9 @@ Both papers train on BookCorpus (74M sentences): RNN-CNN small 20 h, large 34 h 
 GPU (Table 4). The paper presets therefore need 300-d vectors (``--word-vectors
 glove.840B.300d.txt``).
 
-Each paper preset is its family's base settings (RNN-CNN small, or the Mean-Max AAE) plus
-the overrides that distinguish it. Its ``-cpu`` variant follows one rule: the family's
-base settings, then the family's CPU settings, then the preset's own distinguishing
+Each paper preset is its model's base settings (RNN-CNN small, or the Mean-Max AAE) plus
+the overrides that distinguish it. Its ``-cpu`` variant follows one rule: the model's
+base settings, then the model's CPU settings, then the preset's own distinguishing
 overrides, where a width among them (:data:`_WIDTHS`) is scaled by the factor the CPU
 settings scale that width of the base (RNN-CNN large: GRU 1200 x 128/300 = 512). The CPU
 settings: 50-d GloVe 6B, narrower layers (RNN-CNN: GRU 2x128, decoder 128-256-50; AAE:
@@ -25,9 +25,10 @@ corpus sentences, and a 10-minute budget instead of one epoch (``--max-minutes``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
-from ctxsent.errors import InputError, check_choice, check_range
+from ctxsent.errors import check_choice, check_range
+from ctxsent.presets import Preset, register
 from ctxsent.training.settings import ACCELERATORS, PRECISIONS
 
 GLOVE_PACKAGE = "glove-6b-50d"
@@ -116,12 +117,12 @@ _AAE_CPU = {
     "checkpoint_every": 200,
 }
 _RNN_CNN: dict = {}  # EncoderPretrainConfig's defaults are RNN-CNN small
-_FAMILIES: dict[str, tuple[dict, dict]] = {  # family -> (base settings, CPU settings)
+_MODELS: dict[str, tuple[dict, dict]] = {  # model -> (base settings, CPU settings)
     "rnn-cnn": (_RNN_CNN, _RNN_CNN_CPU),
     "mean-max-aae": (_AAE, _AAE_CPU),
 }
 _WIDTHS = ("hidden_size", "ffn_size", "decoder_dims")
-_DISTINGUISHING: dict[str, tuple[str, dict]] = {  # preset -> (family, its own overrides)
+_DISTINGUISHING: dict[str, tuple[str, dict]] = {  # preset -> (model, its own overrides)
     "rnn-cnn-small": ("rnn-cnn", {}),
     "rnn-cnn-large": ("rnn-cnn", {"hidden_size": 1200}),
     "rnn-cnn-maxonly": ("rnn-cnn", {"pooling": "max"}),
@@ -159,57 +160,24 @@ def _scaled_width(key: str, paper_value: int | tuple, base: dict, cpu: dict) -> 
     return round(paper_value * cpu_value / base_value)
 
 
-def _cpu_settings(family: str, own: dict) -> dict:
+def _cpu_settings(model: str, own: dict) -> dict:
     """The one rule of the ``-cpu`` variants (module docstring)."""
-    base, cpu = _FAMILIES[family]
+    base, cpu = _MODELS[model]
     scaled = {k: _scaled_width(k, v, base, cpu) if k in _WIDTHS else v for k, v in own.items()}
     return {**base, **cpu, **scaled}
 
 
-PRESETS: dict[str, dict] = {
-    **{name: {**_FAMILIES[family][0], **own} for name, (family, own) in _DISTINGUISHING.items()},
-    **{f"{name}-cpu": _cpu_settings(*spec) for name, spec in _DISTINGUISHING.items()},
-}
+_PAPERS = {"rnn-cnn": "RNN-CNN (appendix B)", "mean-max-aae": "Mean-Max AAE (section 4.2)"}
 
 
-def preset_config(name: str, overrides: dict | None = None) -> EncoderPretrainConfig:
-    """The config of preset ``name`` with ``overrides`` (field name -> value) applied."""
-    if name not in PRESETS:
-        raise InputError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})", field="preset")
-    settings = {**PRESETS[name], **(overrides or {})}
-    known = {f.name for f in fields(EncoderPretrainConfig)}
-    for key in settings:
-        if key not in known:
-            raise InputError(f"unknown setting (known: {', '.join(sorted(known))})", field=key)
-    return replace(EncoderPretrainConfig(), **settings)
+def _register() -> None:
+    """Register each preset and its ``-cpu`` variant; the description names its overrides."""
+    for name, (model, own) in _DISTINGUISHING.items():
+        what = ", ".join([_PAPERS[model], *(f"{k}={v}" for k, v in own.items())])
+        paper = replace(EncoderPretrainConfig(), **{**_MODELS[model][0], **own})
+        cpu = replace(EncoderPretrainConfig(), **_cpu_settings(model, own))
+        register(Preset(name, "encoder", f"{what}; paper scale, BookCorpus", paper))
+        register(Preset(f"{name}-cpu", "encoder", f"{what}; CPU, 10 minutes", cpu))
 
 
-def parse_overrides(assignments: list[str]) -> dict:
-    """``--set`` values: ``["hidden_size=64", "decoder_dims=32,64"]`` -> typed values for
-    :class:`EncoderPretrainConfig` (``none`` for no value)."""
-    defaults = {f.name: f.default for f in fields(EncoderPretrainConfig)}
-    floats = {"learning_rate", "max_grad_norm", "max_minutes", "dropout"}
-    parsed: dict = {}
-    for assignment in assignments:
-        key, sep, raw = assignment.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or key not in defaults:
-            raise InputError(
-                f"expected KEY=VALUE with KEY one of {', '.join(defaults)}, got {assignment!r}",
-                field="set",
-            )
-        try:
-            if raw.lower() == "none":
-                value = None
-            elif isinstance(defaults[key], tuple):
-                value = tuple(int(part) for part in raw.split(","))
-            elif key in floats:
-                value = float(raw)
-            elif isinstance(defaults[key], int) or key in {"max_sentences", "max_steps"}:
-                value = int(raw)
-            else:
-                value = raw
-        except ValueError:
-            raise InputError(f"bad value {raw!r}", field=key) from None
-        parsed[key] = value
-    return parsed
+_register()

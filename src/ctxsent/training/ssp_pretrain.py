@@ -73,6 +73,7 @@ from ctxsent.objectives.electra import (
 )
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
 from ctxsent.objectives.ssp_data import TOKENIZER_DIR, example_lengths, load_ssp_dataset, ssp_batch
+from ctxsent.presets import Preset, register
 from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.progress import StderrProgressBar
@@ -119,6 +120,11 @@ class SspPretrainConfig:
             raise InputError(f"expected cls or mean, got {self.readout!r}", field="readout")
         if self.readout == "mean" and self.electra is not None:
             raise InputError("the ELECTRA presets read SSP from [CLS] only", field="readout")
+        if self.electra is not None and self.backbone != DEFAULT_BACKBONE:
+            raise InputError(
+                "ELECTRA is built from scratch with the data's tokenizer; it takes no backbone",
+                field="backbone",
+            )
         check_range(self, "mlm_weight ssp_weight rtd_weight warmup_steps weight_decay", 0)
         check_range(self, "seed heldout_examples", 0)
         check_range(self, "learning_rate head_lr_scale max_grad_norm", 0, above=True)
@@ -193,18 +199,20 @@ def _presets() -> dict[str, SspPretrainConfig]:
     return presets
 
 
-PRESETS = _presets()
+def _register() -> None:
+    """Register :func:`_presets` as the ``ssp`` family of :mod:`ctxsent.presets`."""
+    for name, config in _presets().items():
+        if config.electra is None:
+            model = "MLM + SSP on MiniLM"
+        else:
+            size = f"{config.electra.layers}x{config.electra.hidden}"
+            model = f"ELECTRA {size} from scratch, MLM + RTD + SSP"
+        steps = f"{config.max_steps:,} steps of {config.batch_size}"
+        scale = f"CPU, {steps}" if name.endswith("-cpu") else steps
+        register(Preset(name, "ssp", f"{config.objective} objective, {model}; {scale}", config))
 
 
-def preset(name: str, **overrides) -> SspPretrainConfig:
-    if name not in PRESETS:
-        raise InputError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})", field="preset")
-    if PRESETS[name].electra is not None and overrides.get("backbone") is not None:
-        raise InputError(
-            f"{name} builds ELECTRA from scratch with the data's tokenizer; it takes no backbone",
-            field="backbone",
-        )
-    return replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})
+_register()
 
 
 class MlmHead(nn.Module):
