@@ -164,3 +164,11 @@ def test_pretraining_commands_refuse_unknown_settings_before_loading_data(comman
     assert result.exit_code == 2
     assert "error: field 'bogus': unknown setting; known:" in result.stderr
     assert "nonexistent" not in result.stderr  # the data was never opened
+
+
+def test_set_is_applied_after_the_command_s_own_options():
+    from ctxsent.training.cross_thought_train import CrossThoughtPretrainConfig
+
+    config = CrossThoughtPretrainConfig("mlm-1-64-cpu", max_steps=5, overrides=["max_steps=7"])
+    assert config.resolved_preset().max_steps == 7
+    assert CrossThoughtPretrainConfig("mlm-1-64-cpu", max_steps=5).resolved_preset().max_steps == 5

@@ -102,13 +102,14 @@ class CrossThoughtPretrainConfig:
         check_choice(self, "accelerator", ACCELERATORS)
 
     def resolved_preset(self) -> CrossThoughtPreset:
-        registered = get_preset(self.preset, "cross-thought").config
-        preset = apply_overrides(registered, self.overrides or ())
+        """The preset, then ``max_steps`` and ``from_backbone`` when set, then ``overrides``
+        (the order of the CLI: preset, the command's options, ``--set``)."""
+        preset = get_preset(self.preset, "cross-thought").config
         if self.max_steps is not None:
             preset = replace(preset, max_steps=self.max_steps)
         if self.from_backbone is not None:
             preset = replace(preset, from_backbone=self.from_backbone)
-        return preset
+        return apply_overrides(preset, self.overrides or ())
 
 
 class CrossThoughtPretrainModule(L.LightningModule):
