@@ -144,8 +144,9 @@ class CosineScorer(DenseScorer):
 
 def scorer_for_model(model, batch_size: int = 64) -> DenseScorer:
     """Attention scoring for Cross-Thought models with cross-sequence layers, else cosine."""
-    config = getattr(model, "config", None)
-    if getattr(config, "cross_sequence", False) and hasattr(model, "attention_vectors"):
+    from ctxsent.models.cross_thought import CrossThoughtModel
+
+    if isinstance(model, CrossThoughtModel) and model.config.cross_sequence:
         return CrossThoughtScorer(model, batch_size)
     return CosineScorer(model, batch_size)
 

@@ -213,9 +213,9 @@ def grouping(model: Any) -> Grouping:
     from ctxsent.models.baseline_rankers import BiEncoderRanker
     from ctxsent.models.transformer_ranker import TransformerRanker
 
-    if not isinstance(model, TransformerRanker | BiEncoderRanker) and hasattr(model, "predict"):
+    if isinstance(model, Ranker) and not isinstance(model, TransformerRanker | BiEncoderRanker):
         return Grouping.ALONE
-    return Grouping.WHOLE if hasattr(model, "num_stages") else Grouping.SPLIT
+    return Grouping.WHOLE if isinstance(model, StagedRanker) else Grouping.SPLIT
 
 
 def characters(item: As2Record | str) -> int:
