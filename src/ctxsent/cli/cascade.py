@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from ctxsent.cli.options import AlphaOption, OverwriteOption, positive
+from ctxsent.cli.options import AlphaOption, BatchSizeOption, OverwriteOption, positive
 from ctxsent.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, help="Cascade Transformer tools.")
@@ -22,16 +22,21 @@ def tune(
     budget: Annotated[
         float, typer.Option(callback=positive, help="max relative cost (1.0 = monolithic)")
     ],
-    split: str = "dev",
+    split: Annotated[str, typer.Option(help="split to tune on (choose on dev)")] = "dev",
     questions: Annotated[
         int | None,
         typer.Option(min=1, help="tune on N questions drawn at random (seed 0) from a large split"),
     ] = None,
-    metric: Literal["map", "mrr", "p@1", "ndcg@10"] = "map",
-    search: Literal["grid", "greedy", "both"] = "both",
+    metric: Annotated[
+        Literal["map", "mrr", "p@1", "ndcg@10"], typer.Option(help="metric the drop rates keep")
+    ] = "map",
+    search: Annotated[
+        Literal["grid", "greedy", "both"],
+        typer.Option(help="grid over shared rates, greedy per exit, or both"),
+    ] = "both",
     plot: Annotated[Path | None, typer.Option(help="write accuracy vs cost as a PNG")] = None,
     save: Annotated[bool, typer.Option(help="store the chosen rates in the model")] = True,
-    batch_size: Annotated[int, typer.Option(min=1)] = 64,
+    batch_size: BatchSizeOption = 64,
 ) -> None:
     """Choose per-exit drop rates: most accurate on dev within a cost budget."""
     from ctxsent.evaluation.cascade_tuning import plot_settings, pyplot, tune_cascade

@@ -11,7 +11,13 @@ from typing import Annotated, Literal
 
 import typer
 
-from ctxsent.cli.options import AlphaOption, ColumnsOption, ModelOption, SeedOption
+from ctxsent.cli.options import (
+    AlphaOption,
+    BatchSizeOption,
+    ColumnsOption,
+    ModelOption,
+    SeedOption,
+)
 from ctxsent.tasks.senteval import DEFAULT_TASKS
 
 app = typer.Typer(no_args_is_help=True, help="Evaluate rankers and sentence encoders.")
@@ -28,7 +34,7 @@ def as2(
     clean_questions: Annotated[
         bool, typer.Option("--clean/--all", help="drop questions without both labels")
     ] = True,
-    batch_size: Annotated[int, typer.Option(min=1)] = 64,
+    batch_size: BatchSizeOption = 64,
     alpha: AlphaOption = None,
     against: Annotated[
         str | None,
@@ -141,7 +147,7 @@ def senteval(
 def ssp(
     run: Annotated[Path, typer.Option(help="finished 'ctxsent pretrain ssp' run folder")],
     examples: Annotated[int, typer.Option(min=1, help="held-out examples to score")] = 1000,
-    batch_size: Annotated[int, typer.Option(min=1)] = 64,
+    batch_size: BatchSizeOption = 64,
 ) -> None:
     """Score the run's SSP head on examples its training never drew (accuracy, AUC, log-loss)."""
     from ctxsent.training.ssp_heldout import evaluate_run
@@ -161,7 +167,7 @@ def retrieval(
         int | None, typer.Option(min=1, help="a seeded random subset of the questions")
     ] = None,
     seed: SeedOption = 0,
-    batch_size: Annotated[int, typer.Option(min=1)] = 64,
+    batch_size: BatchSizeOption = 64,
 ) -> None:
     """Unsupervised paragraph ranking (the paper's HotpotQA(u) setting) on SQuAD: Recall@1/5/20."""
     from ctxsent.evaluation.retrieval import (

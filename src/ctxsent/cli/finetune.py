@@ -11,19 +11,19 @@ from typing import Annotated, Literal
 import typer
 
 from ctxsent.cli.options import (
+    AcceleratorOption,
     ColumnsOption,
     DevicesOption,
     OverwriteOption,
+    PrecisionOption,
     SeedOption,
     positive,
 )
 from ctxsent.errors import InputError
 from ctxsent.training.settings import (
     MIN_INPUT_LENGTH,
-    Accelerator,
     Arch,
     Loss,
-    Precision,
     Strategy,
 )
 
@@ -94,8 +94,8 @@ def as2(
             "the cascade's mean-pooled classifier"
         ),
     ] = None,
-    train_split: str = "train",
-    dev_split: str = "dev",
+    train_split: Annotated[str, typer.Option(help="training split of a --data folder")] = "train",
+    dev_split: Annotated[str, typer.Option(help="dev split of a --data folder")] = "dev",
     train_clean: Annotated[
         bool,
         typer.Option(
@@ -108,9 +108,14 @@ def as2(
         int | None,
         typer.Option(min=1, help="evaluate on the first N dev questions only (large sets)"),
     ] = None,
-    epochs: Annotated[int, typer.Option(min=1)] = 2,
+    epochs: Annotated[int, typer.Option(min=1, help="passes over the training data")] = 2,
     max_steps: Annotated[int | None, typer.Option(min=1, help="stop after this many steps")] = None,
-    batch_size: Annotated[int, typer.Option(min=1)] = 32,
+    batch_size: Annotated[
+        int,
+        typer.Option(
+            min=1, help="global batch in pairs (listwise: whole questions, about this many pairs)"
+        ),
+    ] = 32,
     lr: Annotated[float, typer.Option(callback=positive, help="learning rate (> 0)")] = 2e-5,
     head_lr_scale: Annotated[
         float,
@@ -118,7 +123,9 @@ def as2(
             callback=positive, help="learning-rate multiplier for the new scoring head(s)"
         ),
     ] = 1.0,
-    warmup_ratio: Annotated[float, typer.Option(min=0, max=1)] = 0.1,
+    warmup_ratio: Annotated[
+        float, typer.Option(min=0, max=1, help="share of the steps spent warming up")
+    ] = 0.1,
     eval_every: Annotated[int, typer.Option(min=1, help="steps between dev evaluations")] = 200,
     patience: Annotated[int, typer.Option(min=1, help="evaluations without dev-MAP gain")] = 5,
     max_negatives: Annotated[
@@ -149,9 +156,11 @@ def as2(
             "negatives"
         ),
     ] = False,
-    max_length: Annotated[int, typer.Option(min=MIN_INPUT_LENGTH)] = 256,
-    precision: Precision = "auto",
-    accelerator: Accelerator = "auto",
+    max_length: Annotated[
+        int, typer.Option(min=MIN_INPUT_LENGTH, help="tokens per input, all segments included")
+    ] = 256,
+    precision: PrecisionOption = "auto",
+    accelerator: AcceleratorOption = "auto",
     devices: DevicesOption = "auto",
     strategy: Annotated[Strategy, typer.Option(help="Lightning strategy")] = "auto",
     num_nodes: Annotated[int, typer.Option(min=1, help="machines (torchrun / SLURM)")] = 1,
@@ -270,7 +279,7 @@ def cross_thought(
         str,
         typer.Option(help="as2: NAME:PATH (e.g. wikiqa:DIR); sick-e/mrpc: the shared data folder"),
     ] = "../shared/data",
-    max_steps: Annotated[int, typer.Option(min=1)] = 500,
+    max_steps: Annotated[int, typer.Option(min=1, help="optimiser steps")] = 500,
     batch_size: Annotated[
         int | None, typer.Option(min=1, help="default: 8 questions / 32 pairs")
     ] = None,
@@ -278,7 +287,7 @@ def cross_thought(
         float | None, typer.Option(callback=positive, help="default: 5e-5 (AS2) / 2e-5 (pairs)")
     ] = None,
     negatives: Annotated[int, typer.Option(min=1, help="AS2: sampled negatives per question")] = 15,
-    eval_every: Annotated[int, typer.Option(min=1)] = 100,
+    eval_every: Annotated[int, typer.Option(min=1, help="steps between dev evaluations")] = 100,
     seed: SeedOption = 42,
     backbone: Annotated[str, typer.Option(help="with --init backbone: the encoder")] = (
         "all-MiniLM-L6-v2"

@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from ctxsent.training.settings import Accelerator, Precision
+
 OverwriteOption = Annotated[
     bool,
     typer.Option(
@@ -64,3 +66,17 @@ ColumnsOption = Annotated[
         "document_title)"
     ),
 ]
+
+PrecisionOption = Annotated[
+    Precision,
+    typer.Option(
+        help="training precision: auto (bf16 on GPUs and on CPUs with native bf16, else "
+        "fp32), fp32, bf16 or fp16 (mixed, fp32 master weights)"
+    ),
+]
+
+AcceleratorOption = Annotated[
+    Accelerator, typer.Option(help="where Lightning trains: auto (a GPU if there is one), cpu, gpu")
+]
+
+BatchSizeOption = Annotated[int, typer.Option(min=1, help="records per forward pass")]

@@ -17,7 +17,14 @@ from typing import Annotated, Literal
 
 import typer
 
-from ctxsent.cli.options import DevicesOption, OverwriteOption, SeedOption, positive
+from ctxsent.cli.options import (
+    AcceleratorOption,
+    DevicesOption,
+    OverwriteOption,
+    PrecisionOption,
+    SeedOption,
+    positive,
+)
 from ctxsent.errors import InputError
 from ctxsent.presets import apply_overrides, get_preset, presets
 from ctxsent.training.settings import Accelerator, Precision
@@ -71,8 +78,8 @@ def cross_thought(
         Literal["backbone", "random"] | None,
         typer.Option(help="'backbone' (its weights) or 'random'; default: the preset's choice"),
     ] = None,
-    precision: Precision = "auto",
-    accelerator: Accelerator = "auto",
+    precision: PrecisionOption = "auto",
+    accelerator: AcceleratorOption = "auto",
     devices: DevicesOption = "auto",
     seed: SeedOption = 0,
     set_: SetOption = None,
@@ -195,8 +202,12 @@ def ssp(
         int | None,
         typer.Option("--checkpoint-every", "--save-every", min=1, help="steps between checkpoints"),
     ] = None,
-    precision: Precision | None = None,
-    accelerator: Accelerator | None = None,
+    precision: Annotated[
+        Precision | None, typer.Option(help="training precision (default: the preset's)")
+    ] = None,
+    accelerator: Annotated[
+        Accelerator | None, typer.Option(help="where Lightning trains (default: the preset's)")
+    ] = None,
     devices: DevicesOption = None,
     seed: Annotated[int | None, typer.Option(min=0, help="override the preset's seed")] = None,
     set_: SetOption = None,

@@ -82,14 +82,18 @@ def ssp(
     ] = "all-MiniLM-L6-v2",
     num_proc: Annotated[int, typer.Option(min=1, help="worker processes")] = 1,
     seed: SeedOption = 0,
-    max_length: Annotated[int, typer.Option(min=MIN_INPUT_LENGTH)] = 128,
+    max_length: Annotated[
+        int, typer.Option(min=MIN_INPUT_LENGTH, help="tokens per example, all segments included")
+    ] = 128,
     block_size: Annotated[
         int,
         typer.Option(
             min=1, help="documents per work unit; easy negatives come from the same block"
         ),
     ] = 500,
-    positives_per_paragraph: Annotated[int, typer.Option(min=1)] = 1,
+    positives_per_paragraph: Annotated[
+        int, typer.Option(min=1, help="positive examples drawn per paragraph")
+    ] = 1,
     max_documents: Annotated[
         int | None, typer.Option(min=1, help="use the first N documents")
     ] = None,

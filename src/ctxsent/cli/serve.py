@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -51,7 +51,10 @@ def serve(
         list[str] | None,
         typer.Option(help="a web origin whose pages may call the service (repeatable)"),
     ] = None,
-    log_level: str = "info",
+    log_level: Annotated[
+        Literal["critical", "error", "warning", "info", "debug", "trace"],
+        typer.Option(help="uvicorn's log level"),
+    ] = "info",
 ) -> None:
     """Serve a ranker over HTTP: POST /rank, POST /encode, GET /health; docs at /docs."""
     import uvicorn
