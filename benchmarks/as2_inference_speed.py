@@ -96,7 +96,7 @@ def main() -> None:
                 **{name: run_onnx(runner) for name, runner in exports.items()},
             }
 
-        seconds = interleaved_seconds(scorers(timed), args.rounds)
+        wall, cpu = interleaved_seconds(scorers(timed), args.rounds)
         scores = {name: score() for name, score in scorers(scored).items()}
 
     ids, labels = [r.question_id for r in scored], [r.label for r in scored]
@@ -113,7 +113,7 @@ def main() -> None:
             "questions": len({r.question_id for r in timed}),
             "pairs": len(timed),
             "rounds": args.rounds,
-            **speed_report(seconds, len(timed), "pairs", "sentence_transformers"),
+            **speed_report(wall, cpu, len(timed), "pairs", "sentence_transformers"),
         },
         "precision": {
             "questions": len(set(ids)),

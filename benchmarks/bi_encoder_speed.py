@@ -84,7 +84,7 @@ def main() -> None:
             **{name: run_ours(precision) for name, precision in settings.items()},
         }
 
-    seconds = interleaved_seconds(encoders(timed), args.rounds)
+    wall, cpu = interleaved_seconds(encoders(timed), args.rounds)
     texts = texts_of(scored)
     row = {text: i for i, text in enumerate(texts)}
     questions = np.array([row[r.question] for r in scored])
@@ -108,7 +108,7 @@ def main() -> None:
             "questions": args.questions,
             "texts": len(timed),
             "rounds": args.rounds,
-            **speed_report(seconds, len(timed), "sentences", "sentence_transformers"),
+            **speed_report(wall, cpu, len(timed), "sentences", "sentence_transformers"),
         },
         "precision": {
             "questions": len(set(ids)),

@@ -33,26 +33,43 @@ def add_speed_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def interleaved_seconds(contenders: Mapping[str, Callable[[], object]], rounds: int):
-    """Seconds per round of each contender: one warm-up call each, then ``rounds`` rounds
-    that call every contender in turn."""
+    """Wall and process CPU seconds per round of each contender: one warm-up call each,
+    then ``rounds`` rounds that call every contender in turn. With one thread, CPU time is
+    the work done whatever else runs on the machine; wall time is what a user waits."""
     for run in contenders.values():
         run()
-    seconds: dict[str, list[float]] = {name: [] for name in contenders}
+    wall: dict[str, list[float]] = {name: [] for name in contenders}
+    cpu: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, run in contenders.items():
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             run()
-            seconds[name].append(time.perf_counter() - start)
-    return seconds
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
+    return wall, cpu
 
 
-def speed_report(seconds: Mapping[str, list[float]], items: int, unit: str, peer: str) -> dict:
-    """Median ``unit`` per second of each contender and its ratio to ``peer``'s."""
-    rates = {name: items / statistics.median(s) for name, s in seconds.items()}
+def speed_report(
+    wall: Mapping[str, list[float]],
+    cpu: Mapping[str, list[float]],
+    items: int,
+    unit: str,
+    peer: str,
+) -> dict:
+    """Median ``unit`` per wall and per CPU second of each contender, and their ratios to
+    ``peer``'s."""
+
+    def rates(seconds: Mapping[str, list[float]]) -> dict[str, float]:
+        return {name: items / statistics.median(s) for name, s in seconds.items()}
+
+    per_wall, per_cpu = rates(wall), rates(cpu)
     return {
-        f"{unit}_per_second": {name: round(rate, 1) for name, rate in rates.items()},
-        "seconds_per_round": {name: [round(x, 2) for x in s] for name, s in seconds.items()},
-        f"ratio_vs_{peer}": {name: round(rate / rates[peer], 3) for name, rate in rates.items()},
+        f"{unit}_per_second": {name: round(rate, 1) for name, rate in per_wall.items()},
+        f"ratio_vs_{peer}": {n: round(r / per_wall[peer], 3) for n, r in per_wall.items()},
+        f"{unit}_per_cpu_second": {name: round(rate, 1) for name, rate in per_cpu.items()},
+        f"cpu_ratio_vs_{peer}": {n: round(r / per_cpu[peer], 3) for n, r in per_cpu.items()},
+        "seconds_per_round": {name: [round(x, 2) for x in s] for name, s in wall.items()},
+        "cpu_seconds_per_round": {name: [round(x, 2) for x in s] for name, s in cpu.items()},
     }
 
 
