@@ -67,18 +67,26 @@ class WordLevelEncoder(nn.Module):
             ids[row, : len(word_ids)] = torch.tensor(word_ids)
         return ids.to(self.embedding.weight.device), ids.ne(PAD_ID).to(self.embedding.weight.device)
 
-    def encode(self, texts: Sequence[str], batch_size: int = 128, **options: Any) -> np.ndarray:
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 128,
+        show_progress: bool = False,
+        **options: Any,
+    ) -> np.ndarray:
         """Embed ``texts`` into a ``(len(texts), dim)`` float32 array, in input order.
 
         ``texts`` may be MTEB 2's batches, and ``options`` MTEB's keyword arguments, which do
         not change the embeddings (:func:`~ctxsent.protocols.encode_inputs`).
         """
-        texts, _ = encode_inputs(texts, options)
+        texts, show_progress = encode_inputs(texts, options, show_progress)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        with inference(self, self.embedding.weight.device):
+        device = self.embedding.weight.device
+        with inference(self, device, total=len(texts), show_progress=show_progress) as progress:
             for rows in length_sorted_chunks(texts, batch_size):
                 ids, mask = self.batch_ids([texts[i] for i in rows])
                 out[rows] = self(ids, mask).float().cpu().numpy()
+                progress.update(len(rows))
         return out
 
     def with_vocabulary(self, vocabulary: Vocabulary, embeddings: np.ndarray) -> WordLevelEncoder:
