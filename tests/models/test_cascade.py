@@ -138,3 +138,25 @@ def test_sampled_exits_follow_the_seed_not_the_global_random_stream(tiny_bert6):
     resumed = build(4)
     resumed.load_state_dict(first.state_dict())  # as a resumed run loads its checkpoint
     assert sampled_exits(resumed, 6, 5) == sampled_exits(first, 6, 1)
+
+
+def test_precision_applies_to_the_cascade_and_int8_is_refused(cascade):
+    """The one inference path: bf16 autocast changes the cascade's scores slightly (it ran
+    in bf16), fp32 restores them exactly; int8 (cross-encoders only) is refused in one line;
+    the model's training mode is restored after scoring."""
+    records = make_records(questions=2)
+    fp32 = cascade.predict(records, batch_size=8, alpha=0.0)
+    cascade.precision = "bf16"
+    try:
+        bf16 = cascade.predict(records, batch_size=8, alpha=0.0)
+        cascade.precision = "int8"
+        with pytest.raises(InputError, match="int8 is for cross-encoders"):
+            cascade.predict(records, alpha=0.0)
+    finally:
+        cascade.precision = "fp32"
+    assert not np.array_equal(bf16, fp32)
+    np.testing.assert_allclose(bf16, fp32, atol=0.05)
+    cascade.train()
+    np.testing.assert_array_equal(cascade.predict(records, batch_size=8, alpha=0.0), fp32)
+    assert cascade.training
+    cascade.eval()
