@@ -102,3 +102,32 @@ def test_own_files_are_checked_before_training(tmp_path, tiny_bert):
         # the error is raised, or printed by the app as one line (then the exit code is 2)
         assert result.exit_code != 0 and message in f"{result.output} {result.exception}", args
     assert not (tmp_path / "run").exists()
+
+
+def test_rank_reads_an_own_file_with_its_columns(tmp_path):
+    """``ctxsent rank --data FILE --columns ...``: every question of the file with its top
+    candidates by the model's scores (BM25 here: exact, so the order can be checked), the
+    same file and column names that ``eval as2`` takes; modes cannot be mixed."""
+    from ctxsent.models.baseline_rankers import BM25Ranker
+    from ctxsent.tasks.as2_files import parse_columns, read_as2_file
+
+    path = own_file(tmp_path / "mine.csv", 3, seed=4)
+    ranked, payload = invoke(
+        "rank", "--data", str(path), "--columns", COLUMNS, "--model", "bm25", "--top-k", "2",
+        "--json",
+    )  # fmt: skip
+    assert ranked.exit_code == 0, ranked.output
+    records = read_as2_file(str(path), parse_columns(COLUMNS))
+    scores = BM25Ranker().predict(records)
+    assert [entry["question_id"] for entry in payload] == list(
+        dict.fromkeys(r.question_id for r in records)
+    )
+    for entry in payload:
+        rows = [i for i, r in enumerate(records) if r.question_id == entry["question_id"]]
+        best = sorted(rows, key=lambda i: -scores[i])[:2]
+        assert [answer["index"] for answer in entry["answers"]] == best
+        assert [answer["candidate"] for answer in entry["answers"]] == [
+            records[i].candidate for i in best
+        ]
+    mixed, _ = invoke("rank", "--data", str(path), "--question", "who?", "--model", "bm25")
+    assert mixed.exit_code == 2 and "--data alone" in mixed.output

@@ -8,39 +8,77 @@ from typing import Annotated
 
 import typer
 
-from ctxsent.cli.options import AlphaOption, ModelOption
+from ctxsent.cli.options import AlphaOption, BatchSizeOption, ColumnsOption, ModelOption
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
 def rank(
-    question: Annotated[list[str], typer.Option(help="a question (repeat for several)")],
-    document: Annotated[Path, typer.Option(help="text file whose sentences are the candidates")],
+    question: Annotated[
+        list[str] | None, typer.Option(help="a question (repeat for several); with --document")
+    ] = None,
+    document: Annotated[
+        Path | None, typer.Option(help="text file whose sentences are the candidates")
+    ] = None,
+    data: Annotated[
+        str | None,
+        typer.Option(
+            help="instead of --question/--document: rank each question's candidates of an AS2 "
+            "file or data set (FILE.tsv/.csv/.jsonl/.parquet, hf:NAME, NAME:PATH; labels unused)"
+        ),
+    ] = None,
+    split: Annotated[str, typer.Option(help="with --data: split of a folder or dataset")] = "test",
+    columns: ColumnsOption = None,
     model: ModelOption = "bi-encoder",
     top_k: Annotated[int, typer.Option(min=1, help="answers to show per question")] = 3,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of text")] = False,
     alpha: AlphaOption = None,
+    batch_size: BatchSizeOption = 64,
 ) -> None:
-    """Answer questions over a document: split it into sentences, score each, show the best."""
-    from ctxsent.errors import check_unicode
-    from ctxsent.io import read_lines
+    """Answer questions: over a document (split into sentences), or over the candidates of
+    each question in a data file; score each candidate and show the best."""
+    from ctxsent.errors import InputError, check_unicode
     from ctxsent.models.staged import set_alphas
     from ctxsent.resolver import load_ranker
 
-    for q in question:
-        check_unicode(q, "question")
-    text = "\n".join(line for _, line in read_lines(document))
+    if (data is None) == (document is None) or (document is not None) != bool(question):
+        raise InputError(
+            "give --question (repeatable) with --document, or --data alone", field="data"
+        )
+    if columns is not None and data is None:
+        raise InputError("--columns applies to --data", field="columns")
+    if data is not None:
+        from ctxsent.tasks.as2_files import parse_columns
+        from ctxsent.tasks.as2_load import load_as2, takes_split
+
+        records = load_as2(
+            data, split if takes_split(data) else None, parse_columns(columns) if columns else None
+        )
+    else:
+        from ctxsent.io import read_lines
+
+        for q in question:
+            check_unicode(q, "question")
+        text = "\n".join(line for _, line in read_lines(document))
     ranker = load_ranker(model)
     set_alphas(ranker, alpha)
-    results = {q: ranker.rank_document(q, text, top_k=top_k) for q in question}
+    if data is not None:
+        from ctxsent.models.ranker_base import rank_questions
+
+        results = [
+            (record.question_id, record.question, answers)
+            for record, answers in rank_questions(ranker, records, top_k, batch_size)
+        ]
+    else:
+        results = [(q, q, ranker.rank_document(q, text, top_k=top_k)) for q in question]
     if as_json:
         payload = [
-            {"question": q, "answers": [vars(answer) for answer in answers]}
-            for q, answers in results.items()
+            {"question_id": qid, "question": q, "answers": [vars(answer) for answer in answers]}
+            for qid, q, answers in results
         ]
         typer.echo(json.dumps(payload, indent=2))
         return
-    for q, answers in results.items():
+    for _, q, answers in results:
         typer.secho(f"\nQ: {q}", bold=True)
         for place, answer in enumerate(answers, start=1):
             typer.echo(f"  {place}. [{answer.score:+.3f}] {answer.candidate}")
@@ -62,4 +100,4 @@ def demo(
         line for line in (EXAMPLES / "questions.txt").read_text().splitlines() if line.strip()
     ]
     typer.secho(f"model: {model}   document: {EXAMPLES / 'lighthouse.txt'}", dim=True)
-    rank(questions, EXAMPLES / "lighthouse.txt", model=model, top_k=2, as_json=False, alpha=None)
+    rank(questions, EXAMPLES / "lighthouse.txt", model=model, top_k=2)

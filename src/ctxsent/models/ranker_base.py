@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -146,6 +146,24 @@ def ranking(
         )
         for i in order[: top_k or len(records)]
     ]
+
+
+def rank_questions(
+    ranker: As2Ranker, records: Sequence[As2Record], top_k: int | None = None, batch_size: int = 64
+) -> list[tuple[As2Record, list[RankedCandidate]]]:
+    """Each question of ``records`` (in order of first appearance) with its candidates best
+    first (:func:`ranking`; ``RankedCandidate.index`` is the row in ``records``), all scored
+    in one ``predict`` call (BM25's statistics, a cascade's pruning see the whole set)."""
+    scores = ranker.predict(records, batch_size=batch_size)
+    rows: dict[str, list[int]] = {}
+    for row, record in enumerate(records):
+        rows.setdefault(record.question_id, []).append(row)
+    ranked = []
+    for question_rows in rows.values():
+        best = ranking([records[i] for i in question_rows], scores[question_rows], top_k)
+        best = [replace(c, index=question_rows[c.index]) for c in best]
+        ranked.append((records[question_rows[0]], best))
+    return ranked
 
 
 def cosine_scores(
