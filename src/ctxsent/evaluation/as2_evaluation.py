@@ -18,10 +18,31 @@ from ctxsent.tasks.as2_records import As2Record
 COMPARED_METRICS = ("map", "mrr", "p@1", "ndcg@10")
 
 
+class As2Evaluator:
+    """The AS2 :class:`~ctxsent.protocols.Evaluator`: MAP (primary), MRR, P@1, nDCG@10 and
+    Hits@k on held-out ``records``. ``evaluator(ranker)`` scores them with the ranker;
+    :meth:`metrics` takes scores computed elsewhere (the fine-tuning loop's dev pass, which
+    early stopping watches as ``dev_map``)."""
+
+    primary_metric = "map"
+
+    def __init__(self, records: Sequence[As2Record], batch_size: int = 64) -> None:
+        self.records = records
+        self.batch_size = batch_size
+        self.question_ids = [r.question_id for r in records]
+        self.labels = [r.label for r in records]
+
+    def metrics(self, scores: Sequence[float]) -> dict:
+        """The metrics of one score per record, in record order."""
+        return as2_metrics(self.question_ids, self.labels, scores)
+
+    def __call__(self, ranker: Ranker) -> dict:
+        return self.metrics(ranker.predict(self.records, batch_size=self.batch_size))
+
+
 def score_as2(ranker: Ranker, records: Sequence[As2Record], batch_size: int = 64) -> dict:
     """MAP, MRR, P@1, nDCG@10 and Hits@k of ``ranker`` on ``records``."""
-    scores = ranker.predict(records, batch_size=batch_size)
-    return as2_metrics([r.question_id for r in records], [r.label for r in records], scores)
+    return As2Evaluator(records, batch_size)(ranker)
 
 
 def evaluate_as2(

@@ -43,7 +43,7 @@ from lightning.fabric.utilities.rank_zero import rank_zero_only
 from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError, check_choice, check_range
-from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.evaluation.as2_evaluation import As2Evaluator
 from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.bi_encoder import NOT_CONTEXTUAL, BiEncoderRanker
@@ -358,8 +358,7 @@ class As2FineTuneModule(L.LightningModule):
         super().__init__()
         self.ranker = ranker
         self.config = config
-        self.dev_question_ids = [r.question_id for r in dev_records]
-        self.dev_labels = [r.label for r in dev_records]
+        self.evaluator = As2Evaluator(dev_records, config.eval_batch_size)
         self.out_dir = out_dir
         self.train_batches = train_batches
         self.train_questions = train_questions
@@ -399,9 +398,9 @@ class As2FineTuneModule(L.LightningModule):
         logits = torch.cat([s for _, s in self._dev_scores]).cpu().numpy()
         self._dev_scores.clear()
         release_free_heap()  # before the checkpoint and the best model are written
-        scores = np.empty(len(self.dev_labels), dtype=np.float32)
+        scores = np.empty(len(self.evaluator.records), dtype=np.float32)
         scores[indices] = logits
-        metrics = as2_metrics(self.dev_question_ids, self.dev_labels, scores)
+        metrics = self.evaluator.metrics(scores)
         self.log("dev_map", metrics["map"], prog_bar=True)
         self.log("dev_mrr", metrics["mrr"])
         self.log("dev_p1", metrics["p@1"])
