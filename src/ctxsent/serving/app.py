@@ -156,7 +156,7 @@ class ModelRunner:
         self.model = model
         self.batch_size = batch_size
         self.can_rank = isinstance(model, Ranker)
-        self.encoder = model if isinstance(model, Encoder) else getattr(model, "encoder", None)
+        self.encoder = model if isinstance(model, Encoder) else None
         self.staged = isinstance(model, StagedRanker)  # cascade or sequential: takes an alpha
         self.encode_options = _raw_encode_options(self.encoder, batch_size)
 
