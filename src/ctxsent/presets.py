@@ -26,8 +26,8 @@ from ctxsent.errors import InputError
 
 #: family -> the module that defines and registers its presets
 FAMILIES: dict[str, str] = {
-    "cross-thought": "ctxsent.objectives.cross_thought",
-    "ssp": "ctxsent.training.ssp_pretrain",
+    "cross-thought": "ctxsent.objectives.cross_thought_presets",
+    "ssp": "ctxsent.training.ssp_presets",
     "encoder": "ctxsent.training.encoder_presets",
 }
 Config = TypeVar("Config")

@@ -34,33 +34,16 @@ pre-training uses 128.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ctxsent.models.transformer_ranker import CONTEXT_SEGMENTS
+from ctxsent.objectives.electra_sizes import ElectraSize
 from ctxsent.objectives.masking import IGNORE, masked_lm_logits
 
 MAX_POSITIONS = 512
-
-
-@dataclass(frozen=True)
-class ElectraSize:
-    """Discriminator shape; the generator is ``generator_fraction`` of its width."""
-
-    hidden: int = 256
-    layers: int = 12
-    heads: int = 4
-    intermediate: int = 1024
-    embedding: int = 128
-    generator_fraction: float = 0.25
-
-
-#: ELECTRA-Small and ELECTRA-Base (Clark et al., Table 6)
-ELECTRA_SMALL = ElectraSize()
-ELECTRA_BASE = ElectraSize(768, 12, 12, 3072, 768, 1 / 3)
 
 
 def discriminator_config(size: ElectraSize, tokenizer):

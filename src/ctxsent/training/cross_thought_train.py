@@ -53,9 +53,9 @@ from ctxsent.objectives.cross_thought import (
     ConsecutiveSequences,
     CrossThoughtCollator,
     CrossThoughtObjective,
-    CrossThoughtPreset,
     collator_for,
 )
+from ctxsent.objectives.cross_thought_presets import CrossThoughtPreset
 from ctxsent.objectives.pretrain_data import (
     ArrowChunks,
     check_cross_thought_data,
