@@ -28,7 +28,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from speed_common import add_speed_arguments, interleaved_seconds, machine, map_report, speed_report
+from speed_common import (
+    add_speed_arguments,
+    interleaved_seconds,
+    machine,
+    map_report,
+    precision_contenders,
+    speed_report,
+)
 
 import ctxsent
 from ctxsent.evaluation.as2_metrics import as2_metrics
@@ -64,16 +71,13 @@ def main() -> None:
         peer = CrossEncoder(str(folder), device="cpu")
         identity = torch.nn.Identity()
         default = ours.precision  # as loaded
-        settings = {f"ctxsent_default_{resolve_precision(default, ours.device)}": default}
-        for precision in args.precisions.split(","):
-            if precision != default:  # the default's own path runs once
-                settings[f"ctxsent_{precision}"] = precision
+        resolved = resolve_precision(default, ours.device)
+        settings, fp32 = precision_contenders(default, resolved, args.precisions)
         exports = {}
         for name in filter(None, args.onnx.split(",")):
             quantize = "none" if name == "fp32" else name
             folder = export_onnx(ours, Path(scratch) / name, quantize=quantize)
             exports[f"onnx_{name}"] = load_onnx(folder, threads=args.threads)
-        fp32 = "ctxsent_fp32" if "ctxsent_fp32" in settings else next(iter(settings))
 
         def scorers(records: Sequence[As2Record]) -> dict[str, Callable[[], np.ndarray]]:
             pairs = [(r.question, r.candidate) for r in records]

@@ -28,7 +28,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
-from speed_common import add_speed_arguments, interleaved_seconds, machine, map_report, speed_report
+from speed_common import (
+    add_speed_arguments,
+    interleaved_seconds,
+    machine,
+    map_report,
+    precision_contenders,
+    speed_report,
+)
 
 import ctxsent
 from ctxsent.evaluation.as2_metrics import as2_metrics
@@ -63,11 +70,8 @@ def main() -> None:
         raise SystemExit(f"{args.model}: expected a ctxsent bi-encoder, got {ours.kind}")
     peer = SentenceTransformer(args.st_model, device="cpu")
     default = ours.encoder.precision  # as loaded
-    settings = {f"ctxsent_default_{resolve_precision(default, ours.device)}": default}
-    for precision in args.precisions.split(","):
-        if precision != default:  # the default's own path runs once
-            settings[f"ctxsent_{precision}"] = precision
-    fp32 = "ctxsent_fp32" if "ctxsent_fp32" in settings else next(iter(settings))
+    resolved = resolve_precision(default, ours.device)
+    settings, fp32 = precision_contenders(default, resolved, args.precisions)
 
     def encoders(texts: list[str]) -> dict[str, Callable[[], np.ndarray]]:
         def run_ours(precision: str) -> Callable[[], np.ndarray]:

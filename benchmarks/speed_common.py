@@ -32,6 +32,17 @@ def add_speed_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
 
 
+def precision_contenders(default: str, resolved: str, precisions: str) -> tuple[dict, str]:
+    """``{name: precision}`` of the ctxsent contenders: the default as loaded (``default``,
+    which resolves to ``resolved`` here), then each other of the comma-separated
+    ``precisions``; and the name of the fp32 one to compare against."""
+    settings = {f"ctxsent_default_{resolved}": default}
+    for precision in filter(None, precisions.split(",")):
+        if precision != default:  # the default's own path runs once
+            settings[f"ctxsent_{precision}"] = precision
+    return settings, "ctxsent_fp32" if "ctxsent_fp32" in settings else next(iter(settings))
+
+
 def interleaved_seconds(contenders: Mapping[str, Callable[[], object]], rounds: int):
     """Wall and process CPU seconds per round of each contender: one warm-up call each,
     then ``rounds`` rounds that call every contender in turn. With one thread, CPU time is

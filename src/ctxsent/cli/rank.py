@@ -49,11 +49,10 @@ def rank(
         raise InputError("--columns applies to --data", field="columns")
     if data is not None:
         from ctxsent.tasks.as2_files import parse_columns
-        from ctxsent.tasks.as2_load import load_as2, takes_split
+        from ctxsent.tasks.as2_load import evaluation_records
 
-        records = load_as2(
-            data, split if takes_split(data) else None, parse_columns(columns) if columns else None
-        )
+        column_names = parse_columns(columns) if columns else None
+        records = evaluation_records(data, split, clean_questions=False, columns=column_names)
     else:
         from ctxsent.io import read_lines
 
