@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from ctxsent.training.checkpoints import newest_checkpoint
+from ctxsent.training.engine import newest_checkpoint
 
 
 class _CrashesAtStep5(L.LightningModule):

@@ -14,9 +14,11 @@ from ctxsent.cli.options import (
     AcceleratorOption,
     ColumnsOption,
     DevicesOption,
+    NumNodesOption,
     OverwriteOption,
     PrecisionOption,
     SeedOption,
+    StrategyOption,
     positive,
 )
 from ctxsent.errors import InputError
@@ -24,7 +26,6 @@ from ctxsent.training.settings import (
     MIN_INPUT_LENGTH,
     Arch,
     Loss,
-    Strategy,
 )
 
 app = typer.Typer(no_args_is_help=True, help="Fine-tune rankers on labelled data.")
@@ -162,8 +163,8 @@ def as2(
     precision: PrecisionOption = "auto",
     accelerator: AcceleratorOption = "auto",
     devices: DevicesOption = "auto",
-    strategy: Annotated[Strategy, typer.Option(help="Lightning strategy")] = "auto",
-    num_nodes: Annotated[int, typer.Option(min=1, help="machines (torchrun / SLURM)")] = 1,
+    strategy: StrategyOption = "auto",
+    num_nodes: NumNodesOption = 1,
     seed: SeedOption = 42,
     overwrite: OverwriteOption = False,
 ) -> None:

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from ctxsent.training.settings import Accelerator, Precision
+from ctxsent.training.settings import Accelerator, Precision, Strategy
 
 OverwriteOption = Annotated[
     bool,
@@ -80,3 +80,10 @@ AcceleratorOption = Annotated[
 ]
 
 BatchSizeOption = Annotated[int, typer.Option(min=1, help="records per forward pass")]
+
+StrategyOption = Annotated[
+    Strategy,
+    typer.Option(help="Lightning strategy: auto, ddp (several GPUs or CPU processes), fsdp"),
+]
+
+NumNodesOption = Annotated[int, typer.Option(min=1, help="machines (torchrun / SLURM)")]

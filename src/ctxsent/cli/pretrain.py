@@ -20,14 +20,16 @@ import typer
 from ctxsent.cli.options import (
     AcceleratorOption,
     DevicesOption,
+    NumNodesOption,
     OverwriteOption,
     PrecisionOption,
     SeedOption,
+    StrategyOption,
     positive,
 )
 from ctxsent.errors import InputError
 from ctxsent.presets import apply_overrides, get_preset, presets
-from ctxsent.training.settings import Accelerator, Precision
+from ctxsent.training.settings import Accelerator, Precision, Strategy
 
 app = typer.Typer(no_args_is_help=True, help="Pre-train sentence encoders on a corpus.")
 CROSS_THOUGHT_PRESETS = (
@@ -81,6 +83,8 @@ def cross_thought(
     precision: PrecisionOption = "auto",
     accelerator: AcceleratorOption = "auto",
     devices: DevicesOption = "auto",
+    strategy: StrategyOption = "auto",
+    num_nodes: NumNodesOption = 1,
     seed: SeedOption = 0,
     set_: SetOption = None,
     overwrite: OverwriteOption = False,
@@ -102,6 +106,8 @@ def cross_thought(
         precision=precision,
         accelerator=accelerator,
         devices=devices,
+        strategy=strategy,
+        num_nodes=num_nodes,
         seed=seed,
         overrides=set_ or None,
     )
@@ -209,6 +215,12 @@ def ssp(
         Accelerator | None, typer.Option(help="where Lightning trains (default: the preset's)")
     ] = None,
     devices: DevicesOption = None,
+    strategy: Annotated[
+        Strategy | None, typer.Option(help="Lightning strategy (default: the preset's, auto)")
+    ] = None,
+    num_nodes: Annotated[
+        int | None, typer.Option(min=1, help="machines (torchrun / SLURM); default 1")
+    ] = None,
     seed: Annotated[int | None, typer.Option(min=0, help="override the preset's seed")] = None,
     set_: SetOption = None,
     overwrite: OverwriteOption = False,
@@ -231,6 +243,8 @@ def ssp(
         precision=precision,
         accelerator=accelerator,
         devices=devices,
+        strategy=strategy,
+        num_nodes=num_nodes,
         seed=seed,
     )
     config = configured(preset, "ssp", flags, set_)

@@ -40,6 +40,7 @@ import lightning as L
 import numpy as np
 import torch
 from lightning.fabric.utilities.rank_zero import rank_zero_only
+from lightning.pytorch.callbacks import EarlyStopping
 from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError, check_choice, check_range
@@ -49,12 +50,10 @@ from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.bi_encoder import NOT_CONTEXTUAL, BiEncoderRanker
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
-from ctxsent.models.precision import lightning_precision
 from ctxsent.models.transformer_ranker import TransformerRanker
 from ctxsent.tasks.as2_records import As2Record, group_by_question
-from ctxsent.training.checkpoints import newest_checkpoint
+from ctxsent.training.engine import build_trainer, fit
 from ctxsent.training.optim import decay_groups, triangular_schedule
-from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.runs import finish_run, records_digest, start_run
 from ctxsent.training.sampling import (
     LengthGroupedBatches,
@@ -593,37 +592,19 @@ def finetune_as2(
         ranker, dev, length_sorted_batches(_char_lengths(dev), config.eval_batch_size)
     )
     module = As2FineTuneModule(ranker, config, dev, out_dir, train_batches, train_questions)
-    checkpoints = newest_checkpoint(out_dir / "checkpoints")  # after every dev evaluation
-    stopper = L.pytorch.callbacks.EarlyStopping("dev_map", mode="max", patience=config.patience)
-    steps_per_epoch = len(train_batches)
-    eval_every = min(config.eval_every, steps_per_epoch * config.epochs)
-    accelerator = config.accelerator
-    device_type = (
-        "cuda"
-        if accelerator in ("gpu", "cuda") or (accelerator == "auto" and torch.cuda.is_available())
-        else "cpu"
-    )
-    trainer = L.Trainer(
-        default_root_dir=out_dir,
-        accelerator=accelerator,
-        devices=config.devices,
-        strategy=_strategy(config, ranker),
-        num_nodes=config.num_nodes,
+    eval_every = min(config.eval_every, len(train_batches) * config.epochs)
+    trainer = build_trainer(
+        out_dir,
+        config,
         max_epochs=config.epochs,
         max_steps=config.max_steps or -1,
-        precision=lightning_precision(config.precision, device_type),
         gradient_clip_val=config.max_grad_norm,
-        val_check_interval=eval_every,
-        check_val_every_n_epoch=None,
-        num_sanity_val_steps=0,
-        callbacks=[checkpoints, stopper, StderrProgressBar(refresh_rate=10)],
-        logger=L.pytorch.loggers.CSVLogger(out_dir, name="logs"),
-        enable_model_summary=False,
-        use_distributed_sampler=False,
+        eval_every=eval_every,
+        callbacks=[EarlyStopping("dev_map", mode="max", patience=config.patience)],
+        strategy=_strategy(config, ranker),
     )
-    last = out_dir / "checkpoints" / "last.ckpt"
     ranker.train()  # HF loads models in eval mode, which would switch dropout off
-    trainer.fit(module, train_loader, dev_loader, ckpt_path=str(last) if last.exists() else None)
+    fit(trainer, module, out_dir, train_loader, dev_loader)
     if not trainer.should_stop and trainer.global_step % eval_every:
         trainer.validate(module, dev_loader, verbose=False)
     trainer.strategy.barrier()  # rank 0 writes best.json

@@ -48,7 +48,6 @@ from ctxsent.models.cross_thought import (
     CrossThoughtRanker,
     selection_log_probs,
 )
-from ctxsent.models.precision import lightning_precision
 from ctxsent.objectives.cross_thought import (
     ConsecutiveSequences,
     CrossThoughtCollator,
@@ -66,12 +65,11 @@ from ctxsent.presets import apply_overrides, get_preset
 from ctxsent.saving import write_model_card
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.tasks.senteval import Pairs
-from ctxsent.training.checkpoints import newest_checkpoint
+from ctxsent.training.engine import build_trainer, fit, last_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
-from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import FollowTrainer, StreamBatches
-from ctxsent.training.settings import ACCELERATORS, PRECISIONS
+from ctxsent.training.settings import ACCELERATORS, PRECISIONS, STRATEGIES
 
 
 # ---- pre-training ------------------------------------------------------------------------------
@@ -89,17 +87,20 @@ class CrossThoughtPretrainConfig:
     precision: str = "auto"
     accelerator: str = "auto"
     devices: int | str = "auto"
+    strategy: str = "auto"
+    num_nodes: int = 1
     seed: int = 0
     overrides: list[str] | None = None
     """``key=value`` settings of the preset (:func:`~ctxsent.presets.apply_overrides`),
     kept as given so a resumed run compares them; ``None``: the preset as registered."""
 
     def __post_init__(self) -> None:
-        check_range(self, "max_steps checkpoint_every", 1)
+        check_range(self, "max_steps checkpoint_every num_nodes", 1)
         check_range(self, "max_minutes", 0, above=True)
         check_range(self, "seed", 0)
         check_choice(self, "precision", PRECISIONS)
         check_choice(self, "accelerator", ACCELERATORS)
+        check_choice(self, "strategy", STRATEGIES)
 
     def resolved_preset(self) -> CrossThoughtPreset:
         """The preset, then ``max_steps`` and ``from_backbone`` when set, then ``overrides``
@@ -194,31 +195,20 @@ def pretrain_cross_thought(
     collator = collator_for(model, preset, config.seed)
     loader = DataLoader(samples, batch_sampler=batches, collate_fn=collator.stack)
     module = CrossThoughtPretrainModule(CrossThoughtObjective(model), preset, collator, config.seed)
-    checkpoint_dir = out / "checkpoints"
-    checkpoints = newest_checkpoint(checkpoint_dir, every_n_train_steps=config.checkpoint_every)
-    device_type = "cuda" if torch.cuda.is_available() and config.accelerator != "cpu" else "cpu"
-    trainer = L.Trainer(
-        default_root_dir=out,
-        accelerator=config.accelerator,
-        devices=config.devices,
+    trainer = build_trainer(
+        out,
+        config,
         max_steps=preset.max_steps,
-        max_epochs=-1,
-        max_time={"minutes": config.max_minutes} if config.max_minutes else None,
-        precision=lightning_precision(config.precision, device_type),
+        max_minutes=config.max_minutes,
         gradient_clip_val=1.0,
-        callbacks=[checkpoints, FollowTrainer(batches), StderrProgressBar(refresh_rate=10)],
-        logger=L.pytorch.loggers.CSVLogger(out, name="logs"),
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-        use_distributed_sampler=False,
+        checkpoint_every=config.checkpoint_every,
+        callbacks=[FollowTrainer(batches)],
     )
-    last = checkpoint_dir / "last.ckpt"
     model.train()
     start = time.perf_counter()
-    trainer.fit(module, loader, ckpt_path=str(last) if last.exists() else None)
+    fit(trainer, module, out, loader)
     seconds = time.perf_counter() - start
-    trainer.save_checkpoint(last)
+    trainer.save_checkpoint(last_checkpoint(out))
     summary = {
         "preset": asdict(preset),
         "config": asdict(config),

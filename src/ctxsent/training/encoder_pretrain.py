@@ -36,7 +36,6 @@ from ctxsent.errors import InputError
 from ctxsent.io import atomic_write, check_output
 from ctxsent.models.bag_of_words import WordVectors
 from ctxsent.models.mean_max_aae import MeanMaxAaeConfig, MeanMaxAaeEncoder
-from ctxsent.models.precision import lightning_precision
 from ctxsent.models.rnn_cnn import DecoderConfig, RnnCnnConfig, RnnCnnEncoder
 from ctxsent.models.word_embeddings import expand_embeddings, pretrained_embeddings
 from ctxsent.models.word_level_encoder import WordLevelEncoder
@@ -58,9 +57,8 @@ from ctxsent.objectives.reconstruct import (
     collate_reconstruction,
 )
 from ctxsent.text.vocabulary import Vocabulary
-from ctxsent.training.checkpoints import newest_checkpoint
 from ctxsent.training.encoder_presets import GLOVE_PACKAGE, EncoderPretrainConfig
-from ctxsent.training.progress import StderrProgressBar
+from ctxsent.training.engine import build_trainer, fit, last_checkpoint
 from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import FollowTrainer, StreamBatches
 
@@ -218,30 +216,20 @@ def pretrain_encoder(
     )
     loader = DataLoader(dataset, batch_sampler=batches, collate_fn=collate)
     module = EncoderPretrainModule(objective, config)
-    device_type = "cuda" if config.accelerator != "cpu" and torch.cuda.is_available() else "cpu"
-    checkpoints = newest_checkpoint(
-        out / "checkpoints", every_n_train_steps=config.checkpoint_every
-    )
-    trainer = L.Trainer(
-        default_root_dir=out,
-        accelerator=config.accelerator,
-        devices=1,
-        max_epochs=-1,
+    trainer = build_trainer(
+        out,
+        config,
         max_steps=total,
-        max_time={"minutes": config.max_minutes} if config.max_minutes else None,
-        precision=lightning_precision(config.precision, device_type),
+        max_minutes=config.max_minutes,
         gradient_clip_val=config.max_grad_norm,
-        callbacks=[checkpoints, FollowTrainer(batches), StderrProgressBar(refresh_rate=20)],
-        logger=L.pytorch.loggers.CSVLogger(out, name="logs"),
-        enable_model_summary=False,
-        use_distributed_sampler=False,
+        checkpoint_every=config.checkpoint_every,
+        callbacks=[FollowTrainer(batches)],
+        refresh_rate=20,
     )
-    last = out / "checkpoints" / "last.ckpt"
-    resumed = last.exists()
     started = time.perf_counter()
-    trainer.fit(module, loader, ckpt_path=str(last) if resumed else None)
+    resumed = fit(trainer, module, out, loader)
     seconds = time.perf_counter() - started
-    trainer.save_checkpoint(last)
+    trainer.save_checkpoint(last_checkpoint(out))
     saved_words = None
     if trainer.is_global_zero:
         saved_words = export_encoder(objective.encoder, vectors, config, out / "encoder")

@@ -11,7 +11,7 @@ from ctxsent.errors import InputError, check_choice, check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.objectives.electra_sizes import ELECTRA_BASE, ELECTRA_SMALL, ElectraSize
 from ctxsent.presets import Preset, register
-from ctxsent.training.settings import ACCELERATORS, MIN_INPUT_LENGTH, PRECISIONS
+from ctxsent.training.settings import ACCELERATORS, MIN_INPUT_LENGTH, PRECISIONS, STRATEGIES
 
 
 @dataclass
@@ -43,6 +43,8 @@ class SspPretrainConfig:
     precision: str = "auto"
     accelerator: str = "auto"
     devices: int | str = "auto"
+    strategy: str = "auto"
+    num_nodes: int = 1
     seed: int = 42
     heldout_examples: int = 1000  # scored at the end on examples no step drew (ssp_heldout)
 
@@ -59,11 +61,12 @@ class SspPretrainConfig:
         check_range(self, "mlm_weight ssp_weight rtd_weight warmup_steps weight_decay", 0)
         check_range(self, "seed heldout_examples", 0)
         check_range(self, "learning_rate head_lr_scale max_grad_norm", 0, above=True)
-        check_range(self, "batch_size max_steps checkpoint_every", 1)
+        check_range(self, "batch_size max_steps checkpoint_every num_nodes", 1)
         check_range(self, "max_length", MIN_INPUT_LENGTH)
         check_range(self, "mlm_probability", 0, 1, above=True, below=True)
         check_choice(self, "precision", PRECISIONS)
         check_choice(self, "accelerator", ACCELERATORS)
+        check_choice(self, "strategy", STRATEGIES)
 
 
 #: ``RankerConfig.backbone`` of a discriminator built from scratch

@@ -62,14 +62,12 @@ from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import resolve_backbone
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
-from ctxsent.models.precision import lightning_precision
 from ctxsent.models.transformer_ranker import RankerConfig
 from ctxsent.objectives.electra import ElectraObjective, new_discriminator
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
 from ctxsent.objectives.ssp_data import TOKENIZER_DIR, example_lengths, load_ssp_dataset, ssp_batch
-from ctxsent.training.checkpoints import newest_checkpoint
+from ctxsent.training.engine import build_trainer, fit
 from ctxsent.training.optim import decay_groups, triangular_schedule
-from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import StepBatches
 from ctxsent.training.ssp_heldout import ssp_heldout_metrics, unseen_indices
@@ -277,7 +275,6 @@ def pretrain_ssp(
 
     lengths = example_lengths(dataset)
     batches = StepBatches(lengths, config.batch_size, config.seed, config.max_steps)
-    last = out_dir / "checkpoints" / "last.ckpt"
     pad_id = ranker.tokenizer.pad_token_id
 
     loader = DataLoader(
@@ -286,35 +283,18 @@ def pretrain_ssp(
         collate_fn=lambda indices: ssp_batch(dataset, indices, pad_id),
     )
     module = SspPretrainModule(ranker, config, out_dir, electra, batches)
-    device_type = (
-        "cuda"
-        if config.accelerator in ("gpu", "cuda")
-        or (config.accelerator == "auto" and torch.cuda.is_available())
-        else "cpu"
-    )
-    checkpoints = newest_checkpoint(
-        out_dir / "checkpoints", every_n_train_steps=config.checkpoint_every
-    )
-    trainer = L.Trainer(
-        default_root_dir=out_dir,
-        accelerator=config.accelerator,
-        devices=config.devices,
+    trainer = build_trainer(
+        out_dir,
+        config,
         max_epochs=1,
         max_steps=config.max_steps,
-        log_every_n_steps=min(50, config.checkpoint_every),
-        precision=lightning_precision(config.precision, device_type),
         gradient_clip_val=config.max_grad_norm,
-        callbacks=[
-            checkpoints,
-            StderrProgressBar(refresh_rate=10),
-            *(callbacks or []),
-        ],
-        logger=L.pytorch.loggers.CSVLogger(out_dir, name="logs"),
-        enable_model_summary=False,
-        use_distributed_sampler=False,
+        checkpoint_every=config.checkpoint_every,
+        callbacks=callbacks or (),
+        log_every_n_steps=min(50, config.checkpoint_every),
     )
     ranker.train()
-    trainer.fit(module, loader, ckpt_path=str(last) if last.exists() else None)
+    fit(trainer, module, out_dir, loader)
     module.save_model()
     heldout = unseen_indices(
         lengths, config.batch_size, config.seed, trainer.global_step, config.heldout_examples
