@@ -134,20 +134,6 @@ def test_pretraining_resumes_exactly_and_output_fine_tunes_without_conversion(
     )
 
 
-def test_the_batch_stream_covers_the_data_then_reshuffles_and_resumes_mid_way():
-    from ctxsent.training.sampling import StepBatches
-
-    lengths = [5, 9, 3, 7, 1, 8, 2, 6, 4, 10]  # 5 batches of 2 per pass over the data
-    stream = list(StepBatches(lengths, 2, seed=0, total=12))
-    assert len(stream) == 12
-    assert sorted(i for batch in stream[:5] for i in batch) == list(range(10))
-    assert sorted(i for batch in stream[5:10] for i in batch) == list(range(10))
-    assert stream[5:10] != stream[:5]  # the second pass is drawn afresh
-    resumed = StepBatches(lengths, 2, seed=0, total=12)
-    resumed.skip = 7
-    assert list(resumed) == stream[7:]
-
-
 def test_the_ssp_head_can_learn_faster_than_the_backbone(tiny_bert, tmp_path):
     from ctxsent.training.ssp_pretrain import SspPretrainModule
 

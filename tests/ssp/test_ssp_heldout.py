@@ -11,7 +11,7 @@ from ctxsent.cli import evaluate, pretrain
 from ctxsent.errors import InputError
 from ctxsent.objectives.ssp import SspConfig
 from ctxsent.objectives.ssp_data import build_ssp_dataset, example_lengths, load_ssp_dataset
-from ctxsent.training.sampling import StepBatches
+from ctxsent.training.sampling import StreamBatches
 from ctxsent.training.ssp_heldout import roc_auc, unseen_indices
 from ctxsent.training.ssp_pretrain import SspPretrainConfig, pretrain_ssp
 
@@ -30,7 +30,7 @@ def _lengths(data):
 
 def test_unseen_examples_are_exactly_those_no_step_draws(ssp_data):
     lengths = _lengths(ssp_data)
-    seen = {i for batch in StepBatches(lengths, 8, 42, total=5) for i in batch}
+    seen = {i for batch in StreamBatches(len(lengths), 8, 42, 5, lengths) for i in batch}
     unseen = unseen_indices(lengths, 8, 42, steps=5, count=10**6)
     assert len(seen) == 40 and not seen & set(unseen)
     assert len(seen) + len(unseen) == len(lengths)

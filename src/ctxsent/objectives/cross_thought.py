@@ -40,6 +40,7 @@ from ctxsent.corpus.titles import normalize_title, normalize_titles
 from ctxsent.errors import InputError
 from ctxsent.models.cross_thought import AttentionLayer, CrossThoughtModel
 from ctxsent.objectives.cross_thought_presets import CrossThoughtPreset
+from ctxsent.objectives.global_batch import Share, randint
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
 
 
@@ -181,16 +182,30 @@ class CrossThoughtCollator:
             sequence_mask[b, : len(ids)] = True
         return {"input_ids": input_ids, "attention_mask": attention, "sequence_mask": sequence_mask}
 
-    def mask(self, batch: dict[str, torch.Tensor], generator: torch.Generator) -> dict:
-        """``batch`` with words masked (``labels``) and ``position_offset`` drawn."""
+    def mask(
+        self, batch: dict[str, torch.Tensor], generator: torch.Generator, share: Share | None = None
+    ) -> dict:
+        """``batch`` with words masked (``labels``) and ``position_offset`` drawn; ``share``:
+        the rows of the step's global batch that ``batch`` is (DDP), whose longest sequence
+        bounds the offsets."""
         input_ids, attention = batch["input_ids"], batch["attention_mask"]
-        size, per_sample, length = input_ids.shape
+        share = share or Share.whole(tuple(input_ids.shape))
         maskable = maskable_positions(input_ids, attention, self.special_ids)
         masked, labels = mask_tokens(
-            input_ids, maskable, self.mask_id, self.vocab_size, self.mask_probability, generator
+            input_ids,
+            maskable,
+            self.mask_id,
+            self.vocab_size,
+            self.mask_probability,
+            generator,
+            share,
         )
-        offsets = torch.randint(
-            self.word_positions - length + 1, (size, per_sample), generator=generator
+        offsets = randint(
+            self.word_positions - share.dims[-1] + 1,
+            tuple(input_ids.shape[:2]),
+            generator,
+            input_ids.device,
+            Share(share.start, share.rows, share.total, share.dims[:1]),
         )
         return {**batch, "input_ids": masked, "position_offset": offsets, "labels": labels}
 

@@ -41,6 +41,7 @@ from torch import nn
 
 from ctxsent.models.transformer_ranker import CONTEXT_SEGMENTS
 from ctxsent.objectives.electra_sizes import ElectraSize
+from ctxsent.objectives.global_batch import Share, global_mean, uniform
 from ctxsent.objectives.masking import IGNORE, masked_lm_logits
 
 MAX_POSITIONS = 512
@@ -92,7 +93,10 @@ def replaced_token_loss(
     """
     active = attention_mask.bool()
     labels = (corrupted != original).float()
-    return F.binary_cross_entropy_with_logits(logits[active].float(), labels[active])
+    total = F.binary_cross_entropy_with_logits(
+        logits[active].float(), labels[active], reduction="sum"
+    )
+    return global_mean(total, int(active.sum()))
 
 
 class ElectraObjective(nn.Module):
@@ -124,8 +128,13 @@ class ElectraObjective(nn.Module):
         masked: torch.Tensor,
         mlm_labels: torch.Tensor,
         rng: torch.Generator | None = None,
+        share: Share | None = None,
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """``({"mlm": ..., "rtd": ...}, ssp_logits)`` for a batch masked by ``mask_tokens``."""
+        """``({"mlm": ..., "rtd": ...}, ssp_logits)`` for a batch masked by ``mask_tokens``.
+
+        A picked position's replacement is sampled from the generator's softmax by inverse
+        CDF on a uniform draw for the step's global batch (``share``,
+        :mod:`~ctxsent.objectives.global_batch`), so DDP ranks sample as one process."""
         ids, types, attention = (
             features["input_ids"],
             features["token_type_ids"],
@@ -135,12 +144,16 @@ class ElectraObjective(nn.Module):
             input_ids=masked, token_type_ids=types, attention_mask=attention
         ).last_hidden_state
         logits, targets = masked_lm_logits(hidden, mlm_labels, self.generator_logits)
-        mlm = F.cross_entropy(logits.float(), targets)
+        mlm = global_mean(F.cross_entropy(logits.float(), targets, reduction="sum"), len(targets))
+        picked = mlm_labels != IGNORE
         with torch.no_grad():
-            probabilities = torch.softmax(logits.float(), dim=-1)
-            sampled = torch.multinomial(probabilities, 1, generator=rng).squeeze(1)
+            cumulative = torch.softmax(logits.float(), dim=-1).cumsum(-1)
+            draws = uniform(tuple(ids.shape), rng, ids.device, share)[picked]
+            sampled = torch.searchsorted(
+                cumulative, draws[:, None] * cumulative[:, -1:], right=True
+            )
         corrupted = ids.clone()
-        corrupted[mlm_labels != IGNORE] = sampled
+        corrupted[picked] = sampled.squeeze(1).clamp(max=cumulative.shape[1] - 1)
         hidden = discriminator.electra(
             input_ids=corrupted, token_type_ids=types, attention_mask=attention
         ).last_hidden_state

@@ -9,12 +9,17 @@ projecting every position).
 
 Choice left open by the papers: when a batch would get no pick at all (very
 short texts), one maskable position is picked so the loss is always defined.
+
+Under DDP the draws and the loss's mean are those of the step's global batch
+(:mod:`~ctxsent.objectives.global_batch`), so two processes train as one.
 """
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from ctxsent.objectives.global_batch import Share, global_mean, randint, uniform
 
 IGNORE = -100  # label of positions that carry no MLM target
 
@@ -34,23 +39,27 @@ def mask_tokens(
     vocab_size: int,
     probability: float = 0.15,
     generator: torch.Generator | None = None,
+    share: Share | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Return ``(masked_ids, labels)``; ``labels`` is :data:`IGNORE` except at picked positions."""
+    """Return ``(masked_ids, labels)``; ``labels`` is :data:`IGNORE` except at picked positions.
+
+    ``share``: the rows of the step's global batch that ``input_ids`` are (DDP).
+    """
     if not 0.0 < probability < 1.0:
         raise ValueError(f"masking probability must be in (0, 1), got {probability}")
-    device = input_ids.device
-    draw = torch.rand(input_ids.shape, generator=generator, device=device)
+    device, shape = input_ids.device, tuple(input_ids.shape)
+    draw = uniform(shape, generator, device, share)
     picked = (draw < probability) & maskable
     if not picked.any() and maskable.any():
         flat = maskable.flatten().nonzero().squeeze(1)
         choice = flat[torch.randint(len(flat), (1,), generator=generator, device=device)]
         picked.view(-1)[choice] = True
     labels = torch.where(picked, input_ids, torch.full_like(input_ids, IGNORE))
-    action = torch.rand(input_ids.shape, generator=generator, device=device)
+    action = uniform(shape, generator, device, share)
     masked = input_ids.clone()
     masked[picked & (action < 0.8)] = mask_id
     randomise = picked & (action >= 0.8) & (action < 0.9)
-    random_ids = torch.randint(vocab_size, input_ids.shape, generator=generator, device=device)
+    random_ids = randint(vocab_size, shape, generator, device, share)
     masked[randomise] = random_ids[randomise]
     return masked, labels
 
@@ -69,6 +78,8 @@ def masked_lm_logits(
 
 
 def masked_lm_loss(hidden: torch.Tensor, labels: torch.Tensor, head) -> torch.Tensor:
-    """Cross-entropy over picked positions only (see :func:`masked_lm_logits`)."""
+    """Cross-entropy over picked positions only (see :func:`masked_lm_logits`), averaged
+    over the picks of the step's global batch
+    (:func:`~ctxsent.objectives.global_batch.global_mean`)."""
     logits, targets = masked_lm_logits(hidden, labels, head)
-    return F.cross_entropy(logits.float(), targets)
+    return global_mean(F.cross_entropy(logits.float(), targets, reduction="sum"), len(targets))

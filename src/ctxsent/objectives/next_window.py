@@ -22,6 +22,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from ctxsent.models.rnn_cnn import DecoderConfig, RnnCnnEncoder, build_decoder
+from ctxsent.objectives.global_batch import global_mean
 from ctxsent.text.vocabulary import PAD_ID, TokenizedCorpus
 
 TargetKind = Literal["window", "sentence"]
@@ -94,11 +95,12 @@ def collate_next_window(
 
 
 def summed_nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Eq. (3) / eq. (22): NLL summed over non-padded positions, averaged over the batch."""
+    """Eq. (3) / eq. (22): NLL summed over non-padded positions, averaged over the step's
+    global batch (:func:`~ctxsent.objectives.global_batch.global_mean`)."""
     total = F.cross_entropy(
         logits.flatten(0, 1).float(), targets.flatten(), ignore_index=PAD_ID, reduction="sum"
     )
-    return total / len(targets)
+    return global_mean(total, len(targets))
 
 
 class NextWindowObjective(nn.Module):

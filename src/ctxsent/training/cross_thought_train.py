@@ -55,6 +55,7 @@ from ctxsent.objectives.cross_thought import (
     collator_for,
 )
 from ctxsent.objectives.cross_thought_presets import CrossThoughtPreset
+from ctxsent.objectives.global_batch import share_of
 from ctxsent.objectives.pretrain_data import (
     ArrowChunks,
     check_cross_thought_data,
@@ -117,7 +118,9 @@ class CrossThoughtPretrainModule(L.LightningModule):
     """Minimises Eq. 9 of :class:`CrossThoughtObjective`; counts the real tokens it sees.
 
     The loader stacks samples (:meth:`CrossThoughtCollator.stack`); the step masks them with
-    a generator seeded by ``(seed, step, rank)`` and seeds dropout the same way.
+    a generator seeded by ``(seed, step)``, drawing for the step's global batch
+    (:mod:`~ctxsent.objectives.global_batch`: DDP ranks mask as one process would), and
+    seeds dropout by ``(seed, step, rank)``.
     """
 
     def __init__(
@@ -137,10 +140,11 @@ class CrossThoughtPretrainModule(L.LightningModule):
         self.start_step = self.global_step  # after a resume, the restored step
 
     def training_step(self, batch, batch_idx):
-        step_seed = (self.seed * 1_000_003 + self.global_step) * 1_009 + self.global_rank
-        torch.manual_seed(step_seed)  # dropout: the same after a resume
+        step_seed = (self.seed * 1_000_003 + self.global_step) * 1_009
+        torch.manual_seed(step_seed + self.global_rank)  # dropout: the same after a resume
         generator = torch.Generator(device=self.device).manual_seed(step_seed)
-        loss = self.objective(self.collator.mask(batch, generator))
+        share = share_of(batch["input_ids"].shape, self.device)
+        loss = self.objective(self.collator.mask(batch, generator, share))
         self.tokens_seen += int(batch["attention_mask"].sum())
         self.last_loss = float(loss.detach())
         self.log("train_loss", loss, prog_bar=True, batch_size=len(batch["input_ids"]))

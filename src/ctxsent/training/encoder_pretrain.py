@@ -73,7 +73,8 @@ class EncoderPretrainModule(L.LightningModule):
         self.objective, self.config = objective, config
 
     def training_step(self, batch, batch_idx):
-        torch.manual_seed(self.config.seed * 1_000_003 + self.global_step)  # as if not resumed
+        step_seed = self.config.seed * 1_000_003 + self.global_step
+        torch.manual_seed(step_seed + 7_919 * self.global_rank)  # dropout: as if not resumed
         loss = self.objective(batch)
         self.log("train_loss", loss, prog_bar=True, batch_size=len(batch["input_ids"]))
         return loss

@@ -1,7 +1,7 @@
 """Batch samplers: length-grouped batches (low padding on CPU), whole-question batches,
-and fixed streams of batches indexed by training step (pre-training): :class:`StepBatches`
-(SSP) and :class:`StreamBatches`, which builds each batch lazily and shards it per DDP rank
-(Cross-Thought, RNN-CNN, Mean-Max AAE; :class:`FollowTrainer` keeps it at the trainer's step).
+and a fixed stream of batches indexed by training step (pre-training: SSP, Cross-Thought,
+RNN-CNN, Mean-Max AAE), :class:`StreamBatches`, which builds each batch lazily and shards it
+per DDP rank (:class:`FollowTrainer` keeps it at the trainer's step).
 
 Length grouping follows the usual recipe: shuffle, cut into mega-batches of
 ``group`` batches, sort each mega-batch by length, cut it into batches, and
@@ -131,35 +131,6 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[
     """Deterministic batches for evaluation: longest first, so padding is minimal."""
     order = np.argsort(-np.asarray(lengths), kind="stable")
     return [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
-
-
-class StepBatches(Sampler[list[int]]):
-    """The batches of steps ``[skip, total)`` of a fixed stream: one Lightning epoch per run.
-
-    The stream chains length-grouped epochs of the data that depend only on the
-    seed. A run resumed from a checkpoint taken after step ``k`` sets ``skip = k``
-    and continues with exactly the batches an uninterrupted run would see next.
-    """
-
-    def __init__(self, lengths, batch_size: int, seed: int, total: int) -> None:
-        self.data_epochs = LengthGroupedBatches(lengths, batch_size, seed)
-        self.total, self.skip = total, 0
-        self._cached: tuple[int, list[list[int]]] = (-1, [])
-
-    def __len__(self) -> int:
-        return self.total
-
-    def _data_epoch(self, index: int) -> list[list[int]]:
-        if self._cached[0] != index:
-            self.data_epochs.set_epoch(index)
-            self._cached = (index, list(self.data_epochs))
-        return self._cached[1]
-
-    def __iter__(self) -> Iterator[list[int]]:
-        per_epoch = len(self.data_epochs)
-        for step in range(self.skip, self.total):
-            data_epoch, index = divmod(step, per_epoch)
-            yield self._data_epoch(data_epoch)[index]
 
 
 class StreamBatches(Sampler[list[int]]):

@@ -5,7 +5,7 @@ answers "not the same paragraph" already scores accuracy 0.80 and log-loss 0.500
 The training log shows one mini-batch of 16 every 50 steps, too noisy to tell a head
 that learned from one at that prior. This module scores the saved model on examples
 that no training step drew: the run's batch stream depends only on its seed, batch
-size and step count (:class:`~ctxsent.training.sampling.StepBatches`), so the
+size and step count (:class:`~ctxsent.training.sampling.StreamBatches`), so the
 examples it never visits are known exactly. Reported: accuracy, log-loss, the prior's
 log-loss on the same examples, and the ROC AUC (0.5: no ranking skill), all on the
 unmasked input that fine-tuning will see.
@@ -23,13 +23,13 @@ import torch.nn.functional as F
 
 from ctxsent.errors import InputError
 from ctxsent.objectives.ssp_data import example_lengths, load_ssp_dataset, ssp_batch
-from ctxsent.training.sampling import StepBatches
+from ctxsent.training.sampling import StreamBatches
 
 
 def unseen_indices(lengths, batch_size: int, seed: int, steps: int, count: int) -> list[int]:
     """Up to ``count`` examples (seeded sample, sorted) that ``steps`` training steps never draw."""
     seen: set[int] = set()
-    for batch in StepBatches(lengths, batch_size, seed, total=steps):
+    for batch in StreamBatches(len(lengths), batch_size, seed, steps, lengths=lengths):
         seen.update(batch)
     unseen = [i for i in range(len(lengths)) if i not in seen]
     return sorted(random.Random(f"ssp-heldout:{seed}").sample(unseen, min(count, len(unseen))))

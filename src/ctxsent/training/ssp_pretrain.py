@@ -21,13 +21,15 @@ Decisions where the paper is silent or does not apply:
   paragraph" logit plays the role of "answers the question").
 * The peak learning rate is lost in our copy of the paper; presets use 1e-4
   (paper scale) and 5e-5 (CPU).
-* Masking is drawn in the training step from a generator seeded by
-  ``(seed, step)``, batches depend only on the seed and the step
-  (:class:`~ctxsent.training.sampling.StepBatches`), and dropout is seeded by
-  the step too; checkpoints are taken every ``checkpoint_every`` steps, so a run resumed from
-  ``OUT/checkpoints/last.ckpt`` continues with the exact batches and masks an
-  uninterrupted run would have used (up to ``checkpoint_every`` steps after the last
-  checkpoint are redone).
+* Masking is drawn in the training step from a generator seeded by ``(seed, step)``,
+  batches depend only on the seed and the step
+  (:class:`~ctxsent.training.sampling.StreamBatches`, length-grouped, each DDP rank its
+  share), and dropout is seeded by the step too; checkpoints are taken every
+  ``checkpoint_every`` steps, so a run resumed from ``OUT/checkpoints/last.ckpt``
+  continues with the exact batches and masks an uninterrupted run would have used (up
+  to ``checkpoint_every`` steps after the last checkpoint are redone). Draws and loss
+  means are the global batch's (:mod:`~ctxsent.objectives.global_batch`): DDP ranks
+  train as one process would.
 * At the end, the SSP head is scored on ``heldout_examples`` examples that no
   step drew (:mod:`ctxsent.training.ssp_heldout`), into ``pretrain.json``:
   with 4 negatives per positive the training log cannot tell a head that
@@ -64,12 +66,13 @@ from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.transformer_ranker import RankerConfig
 from ctxsent.objectives.electra import ElectraObjective, new_discriminator
+from ctxsent.objectives.global_batch import global_mean, share_of
 from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
 from ctxsent.objectives.ssp_data import TOKENIZER_DIR, example_lengths, load_ssp_dataset, ssp_batch
 from ctxsent.training.engine import build_trainer, fit
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.runs import finish_run, start_run
-from ctxsent.training.sampling import StepBatches
+from ctxsent.training.sampling import FollowTrainer, StreamBatches
 from ctxsent.training.ssp_heldout import ssp_heldout_metrics, unseen_indices
 from ctxsent.training.ssp_presets import ELECTRA_SCRATCH, SspPretrainConfig
 
@@ -102,12 +105,10 @@ class SspPretrainModule(L.LightningModule):
         config: SspPretrainConfig,
         out_dir: Path,
         electra: ElectraObjective | None = None,
-        batches: StepBatches | None = None,
     ):
         super().__init__()
         self.ranker = ranker
         self.electra = electra
-        self.batches = batches
         self.mlm_head = MlmHead(ranker.model.get_input_embeddings()) if electra is None else None
         self.config = config
         self.out_dir = out_dir
@@ -116,23 +117,33 @@ class SspPretrainModule(L.LightningModule):
         self.mask_id = tokenizer.mask_token_id
         self.vocab_size = ranker.model.get_input_embeddings().weight.shape[0]
 
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        if self.batches is not None:  # resume with the next batch of the stream
-            self.batches.skip = checkpoint["global_step"]
-
     def losses(self, batch: dict, generator: torch.Generator | None = None) -> dict:
-        """``loss``, its parts (``mlm``, ``ssp``, ELECTRA's ``rtd``) and the SSP ``accuracy``."""
+        """``loss``, its parts (``mlm``, ``ssp``, ELECTRA's ``rtd``) and the SSP ``accuracy``.
+
+        Draws and means are those of the step's global batch
+        (:mod:`~ctxsent.objectives.global_batch`), so DDP ranks train as one process.
+        """
         features, labels = batch["features"], batch["labels"]
         ids, attention = features["input_ids"], features["attention_mask"]
+        share = share_of(ids.shape, ids.device)
         maskable = maskable_positions(ids, attention, self.special_ids)
         masked, mlm_labels = mask_tokens(
-            ids, maskable, self.mask_id, self.vocab_size, self.config.mlm_probability, generator
+            ids,
+            maskable,
+            self.mask_id,
+            self.vocab_size,
+            self.config.mlm_probability,
+            generator,
+            share,
         )
         if self.electra is None:
             parts, logits = self._masked_lm(features, masked, mlm_labels)
         else:
-            parts, logits = self.electra(self.ranker.model, features, masked, mlm_labels, generator)
-        parts["ssp"] = F.binary_cross_entropy_with_logits(logits, labels)
+            parts, logits = self.electra(
+                self.ranker.model, features, masked, mlm_labels, generator, share
+            )
+        ssp = F.binary_cross_entropy_with_logits(logits, labels, reduction="sum")
+        parts["ssp"] = global_mean(ssp, len(labels))
         config = self.config
         weights = {"mlm": config.mlm_weight, "rtd": config.rtd_weight, "ssp": config.ssp_weight}
         return {
@@ -158,7 +169,7 @@ class SspPretrainModule(L.LightningModule):
 
     def training_step(self, batch, batch_idx):
         step_seed = self.config.seed * 1_000_003 + self.global_step
-        torch.manual_seed(step_seed)  # dropout: the same after a resume
+        torch.manual_seed(step_seed + 7_919 * self.global_rank)  # dropout: the same after a resume
         generator = torch.Generator(device=self.device)
         generator.manual_seed(step_seed)
         result = self.losses(batch, generator)
@@ -274,7 +285,9 @@ def pretrain_ssp(
     out_dir.mkdir(parents=True, exist_ok=True)
 
     lengths = example_lengths(dataset)
-    batches = StepBatches(lengths, config.batch_size, config.seed, config.max_steps)
+    batches = StreamBatches(
+        len(dataset), config.batch_size, config.seed, config.max_steps, lengths=lengths
+    )
     pad_id = ranker.tokenizer.pad_token_id
 
     loader = DataLoader(
@@ -282,15 +295,14 @@ def pretrain_ssp(
         batch_sampler=batches,
         collate_fn=lambda indices: ssp_batch(dataset, indices, pad_id),
     )
-    module = SspPretrainModule(ranker, config, out_dir, electra, batches)
+    module = SspPretrainModule(ranker, config, out_dir, electra)
     trainer = build_trainer(
         out_dir,
         config,
-        max_epochs=1,
         max_steps=config.max_steps,
         gradient_clip_val=config.max_grad_norm,
         checkpoint_every=config.checkpoint_every,
-        callbacks=callbacks or (),
+        callbacks=[FollowTrainer(batches), *(callbacks or ())],
         log_every_n_steps=min(50, config.checkpoint_every),
     )
     ranker.train()
