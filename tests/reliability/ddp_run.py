@@ -1,14 +1,18 @@
-"""Tiny AS2 fine-tuning runs on 1 or 2 CPU processes, as a script (Lightning relaunches it).
+"""Tiny training runs of every objective on 1 or 2 CPU processes, as a script (Lightning
+relaunches it).
 
-    python tests/reliability/ddp_run.py TINY_BERT OUT DEVICES KIND[,KIND...]
+    python tests/reliability/ddp_run.py TINY_BERT OUT DEVICES KIND[,KIND...] [DATA_JSON]
 
-KIND is cross-encoder or cascade; the runs follow one another in the same processes (the
-first launches the ranks, the others reuse them and their process group). Dropout is
-switched off so that the ranks' different random streams change nothing (each rank draws
-a different amount from its stream instead). Rank 0 writes ``OUT/KIND/trace.json``: per
-step, the mean loss over all ranks, the training examples each rank saw and, for a
-cascade, the exit each rank trained. A test runs the one-process case in its own process
-through :func:`traced_runs`.
+KIND is an AS2 fine-tuning kind (cross-encoder, cascade) or a pre-training objective (ssp,
+electra, cross-thought, rnn-cnn, mean-max-aae), whose data folder DATA_JSON names
+(``{"ssp": PATH, ...}``). The runs follow one another in the same processes (the first
+launches the ranks, the others reuse them and their process group). Dropout is switched
+off (AS2: p = 0; pre-training: dropout 0 where the config sets it, and every module
+that is put in training mode kept in eval mode) so that the ranks' different
+random streams change nothing. Rank 0 writes ``OUT/KIND/trace.json``: per step, the mean
+loss over all ranks and, for AS2, the training examples each rank saw and the exit each
+cascade rank trained. A test runs the one-process case in its own process through
+:func:`traced_runs`.
 """
 
 from __future__ import annotations
@@ -19,9 +23,13 @@ from pathlib import Path
 
 GLOBAL_BATCH = 16
 STEPS = 4
+AS2_KINDS = ["cross-encoder", "cascade"]
+PRETRAIN_KINDS = ["ssp", "electra", "cross-thought", "rnn-cnn", "mean-max-aae"]
 
 
-def traced_runs(tiny_bert: str, out: str | Path, devices: int, kinds: list[str]) -> None:
+def traced_runs(
+    tiny_bert: str, out: str | Path, devices: int, kinds: list[str], data: dict | None = None
+) -> None:
     """Train each kind in turn on one thread and write its trace; this process's methods
     and thread count are as before afterwards."""
     import torch
@@ -30,9 +38,85 @@ def traced_runs(tiny_bert: str, out: str | Path, devices: int, kinds: list[str])
     torch.set_num_threads(1)
     try:
         for kind in kinds:
-            _traced_run(tiny_bert, Path(out) / kind, devices, kind)
+            if kind in AS2_KINDS:
+                _traced_run(tiny_bert, Path(out) / kind, devices, kind)
+            else:
+                _traced_pretraining(tiny_bert, (data or {})[kind], Path(out) / kind, devices, kind)
     finally:
         torch.set_num_threads(threads)
+
+
+def _mean_over_ranks(value):
+    import torch.distributed as dist
+
+    value = value.detach().clone()
+    if dist.is_initialized():
+        dist.all_reduce(value)
+        value /= dist.get_world_size()
+    return value.item()
+
+
+def _traced_pretraining(tiny_bert: str, data: str, out: Path, devices: int, kind: str) -> None:
+    """One pre-training run of ``kind`` for :data:`STEPS` steps of a global batch of 8."""
+    from dataclasses import replace
+
+    import lightning as L
+    import torch
+    import torch.distributed as dist
+
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+    from ctxsent.objectives.electra_sizes import ElectraSize
+    from ctxsent.presets import get_preset
+    from ctxsent.training import cross_thought_train, encoder_pretrain, ssp_pretrain
+
+    trace: list[float] = []
+
+    class Trace(L.Callback):
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            trace.append(_mean_over_ranks(outputs["loss"]))
+
+    def traced_trainer(*args, callbacks=(), **kwargs):
+        return build_trainer(*args, callbacks=[*callbacks, Trace()], **kwargs)
+
+    placement = {"accelerator": "cpu", "devices": devices, "precision": "fp32"}
+    modules = (ssp_pretrain, cross_thought_train, encoder_pretrain)
+    build_trainer, train = ssp_pretrain.build_trainer, torch.nn.Module.train
+    for module in modules:
+        module.build_trainer = traced_trainer
+    torch.nn.Module.train = lambda self, mode=True: train(self, False)  # no dropout
+    try:
+        if kind in ("ssp", "electra"):
+            electra = kind == "electra"
+            config = ssp_pretrain.SspPretrainConfig(
+                objective="dpc", batch_size=8, max_steps=STEPS, warmup_steps=1,
+                checkpoint_every=STEPS, learning_rate=1e-3, max_length=64, heldout_examples=4,
+                electra=ElectraSize(32, 2, 2, 64, 16, 0.5) if electra else None, **placement,
+            )  # fmt: skip
+            torch.manual_seed(0)
+            ranker = None if electra else CrossEncoderRanker.from_backbone(tiny_bert, True, 64)
+            ssp_pretrain.pretrain_ssp(data, out, config, ranker)
+        elif kind == "cross-thought":
+            config = cross_thought_train.CrossThoughtPretrainConfig(
+                preset="cross-thought-3-64-cpu", backbone=tiny_bert, max_steps=STEPS,
+                checkpoint_every=STEPS, overrides=["batch_size=8", "dropout=0"], **placement,
+            )  # fmt: skip
+            cross_thought_train.pretrain_cross_thought(data, out, config)
+        else:
+            preset = "mean-max-aae-cpu" if kind == "mean-max-aae" else "rnn-cnn-small-cpu"
+            config = get_preset(preset, "encoder").config
+            config = replace(
+                config, embedding_dim=8, hidden_size=8, ffn_size=16, heads=2,
+                decoder_dims=(8, 16), batch_size=8, max_steps=STEPS, checkpoint_every=STEPS,
+                word_vectors="none", expand_vocabulary=0, max_sentences=None, vocab_size=10,
+                dropout=0.0, **placement,
+            )  # fmt: skip
+            encoder_pretrain.pretrain_encoder(data, out, config)
+    finally:
+        for module in modules:
+            module.build_trainer = build_trainer
+        torch.nn.Module.train = train
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        (out / "trace.json").write_text(json.dumps([{"loss": loss} for loss in trace]))
 
 
 def _traced_run(tiny_bert: str, out: Path, devices: int, kind: str) -> None:
@@ -102,4 +186,5 @@ def _traced_run(tiny_bert: str, out: Path, devices: int, kind: str) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for synthetic
-    traced_runs(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","))
+    data = json.loads(Path(sys.argv[5]).read_text()) if len(sys.argv) > 5 else None
+    traced_runs(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","), data)

@@ -1,10 +1,13 @@
-"""Two DDP processes on CPU (gloo) follow the one-process loss trajectory for one global batch.
+"""Two DDP processes on CPU (gloo) follow the one-process loss trajectory for one global
+batch, for every training objective: AS2 fine-tuning (cross-encoder, cascade) and each
+pre-training objective (SSP, ELECTRA + SSP, Cross-Thought, RNN-CNN, Mean-Max AAE).
 
 A cascade trains one sampled exit per step (Cascade paper, 4.3.1), so a step leaves the
 other exits' parameters without gradient: DDP must expect that, and every rank must
-train the exit the one-process run trains.
+train the exit the one-process run trains. Pre-training draws its masks for the global
+batch and averages over it (``ctxsent.objectives.global_batch``).
 
-One launch of two ranks trains both kinds (interpreter starts cost seconds each); the
+One launch of two ranks trains every kind (interpreter starts cost seconds each); the
 one-process runs train in the test's own process.
 """
 
@@ -17,18 +20,53 @@ import sys
 from pathlib import Path
 
 import pytest
-from ddp_run import traced_runs
+from ddp_run import AS2_KINDS, PRETRAIN_KINDS, traced_runs
+
+from ctxsent.corpus import Document
+from synthetic import write_corpus
 
 SCRIPT = Path(__file__).with_name("ddp_run.py")
-KINDS = ["cross-encoder", "cascade"]
+KINDS = AS2_KINDS + PRETRAIN_KINDS
+TEXT = "the keeper of the old lighthouse saw a ship near the stone island at night"
 
 
 @pytest.fixture(scope="module")
-def ddp_traces(tiny_bert, tmp_path_factory) -> dict[str, list[dict]]:
+def pretrain_data(tiny_bert, tmp_path_factory) -> dict[str, str]:
+    """A data folder per pre-training objective, from one corpus of 12 documents."""
+    import random
+
+    from ctxsent.objectives.pretrain_data import build_cross_thought_data, build_encoder_data
+    from ctxsent.objectives.ssp import SspConfig
+    from ctxsent.objectives.ssp_data import build_ssp_dataset
+
+    rng = random.Random(0)
+    sentence = lambda: " ".join(rng.choice(TEXT.split()) for _ in range(rng.randint(4, 9))) + "."  # noqa: E731
+    documents = [
+        Document(str(d), f"Doc {d}", [[sentence() for _ in range(4)] for _ in range(4)])
+        for d in range(12)
+    ]
+    root = tmp_path_factory.mktemp("ddp-data")
+    corpus = write_corpus(root / "corpus", documents)
+    ssp = SspConfig(block_size=8, max_length=64)
+    build_ssp_dataset(corpus, root / "ssp", ssp, str(tiny_bert))
+    build_ssp_dataset(corpus, root / "electra", ssp, vocab_size=150)
+    build_cross_thought_data(
+        corpus, root / "cross-thought", "cross-thought-3-64-cpu", str(tiny_bert)
+    )
+    build_encoder_data(corpus, root / "rnn-cnn", vocab_size=10, preset="rnn-cnn-small-cpu")
+    build_encoder_data(corpus, root / "mean-max-aae", vocab_size=10, preset="mean-max-aae-cpu")
+    folders = {kind: str(root / kind) for kind in PRETRAIN_KINDS}
+    (root / "data.json").write_text(json.dumps(folders))
+    return folders
+
+
+@pytest.fixture(scope="module")
+def ddp_traces(tiny_bert, pretrain_data, tmp_path_factory) -> dict[str, list[dict]]:
     out = tmp_path_factory.mktemp("ddp")
+    data = Path(pretrain_data["ssp"]).parent / "data.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(tiny_bert), str(out), "2", ",".join(KINDS)],
+        [sys.executable, str(SCRIPT), str(tiny_bert), str(out), "2", ",".join(KINDS), str(data)],
         env=env,
         capture_output=True,
         text=True,
@@ -40,12 +78,18 @@ def ddp_traces(tiny_bert, tmp_path_factory) -> dict[str, list[dict]]:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_two_ddp_processes_match_one_process_for_the_same_global_batch(
-    tiny_bert, tmp_path, ddp_traces, kind
+    tiny_bert, pretrain_data, tmp_path, ddp_traces, kind
 ):
-    traced_runs(str(tiny_bert), tmp_path, 1, [kind])
+    traced_runs(str(tiny_bert), tmp_path, 1, [kind], pretrain_data)
     single = json.loads((tmp_path / kind / "trace.json").read_text())
     ddp = ddp_traces[kind]
     assert len(single) == len(ddp) == 4
+    losses = [step["loss"] for step in single]
+    # to 1e-5, relative for ELECTRA's loss of ~40 (RTD weighted 50): fp32 sums split in two
+    assert [step["loss"] for step in ddp] == pytest.approx(losses, rel=1e-5, abs=1e-5)
+    assert len(set(losses)) == 4  # the steps train: a frozen model could not tell
+    if kind in PRETRAIN_KINDS:
+        return
     for one, two in zip(single, ddp, strict=True):
         first, second = two["examples"]
         assert not set(first) & set(second), "both ranks trained on the same examples"
@@ -53,5 +97,3 @@ def test_two_ddp_processes_match_one_process_for_the_same_global_batch(
     if kind == "cascade":  # every rank trains the exit the one-process run trains
         assert [step["exits"] * 2 for step in single] == [step["exits"] for step in ddp]
         assert {step["exits"][0] for step in single} == {0, 1}  # some steps leave exit 1 unused
-    losses = [step["loss"] for step in single]
-    assert [step["loss"] for step in ddp] == pytest.approx(losses, abs=1e-5)
