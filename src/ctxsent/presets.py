@@ -91,9 +91,10 @@ def apply_overrides(config: Config, assignments: typing.Iterable[str]) -> Config
     (``true``/``false``, ``1``/``0``, ``yes``/``no``), ``none`` for an optional field,
     tuples as ``a,b``, a union tries its members in order (``devices=2`` is an int,
     ``devices=auto`` a string); a ``Literal`` or a range is checked by the config's
-    ``__post_init__``. Keys may use ``-`` for ``_``. An unknown key, a missing ``=``, a
-    value of the wrong type or a field that takes no text (e.g. a nested dataclass) is
-    refused with one line naming the key.
+    ``__post_init__``. Keys may use ``-`` for ``_``. A field that is itself a dataclass
+    (e.g. an ELECTRA size) is set field by field with a dotted key: ``electra.hidden=64``.
+    An unknown key, a missing ``=``, a value of the wrong type or a field that takes no
+    text is refused with one line naming the key.
     """
     hints = typing.get_type_hints(type(config))
     known = [f.name for f in dataclasses.fields(config)]
@@ -103,8 +104,15 @@ def apply_overrides(config: Config, assignments: typing.Iterable[str]) -> Config
         key = key.strip().replace("-", "_")
         if not sep:
             raise InputError(f"expected KEY=VALUE, got {assignment!r}", field="set")
+        key, _, inner = key.partition(".")
         if key not in known:
             raise InputError(f"unknown setting; known: {', '.join(known)}", field=key)
+        if inner:
+            nested = changes.get(key, getattr(config, key))
+            if not dataclasses.is_dataclass(nested):
+                raise InputError(f"{key} holds no settings to set by {key}.{inner}", field=key)
+            changes[key] = apply_overrides(nested, [f"{inner}={raw}"])
+            continue
         try:
             changes[key] = _parse(raw.strip(), hints[key])
         except ValueError:

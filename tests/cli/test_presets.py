@@ -94,6 +94,10 @@ def test_overrides_are_typed_by_the_fields():
     assert apply_overrides(ssp, ["devices=2"]).devices == 2
     assert apply_overrides(ssp, ["devices=auto", "seed=3", "seed=4"]).seed == 4
     assert apply_overrides(ssp, []) is ssp
+    electra = get_preset("ssp-dpc-electra", "ssp").config
+    tiny = apply_overrides(electra, ["electra.hidden=32", "electra.layers=2", "batch_size=8"])
+    assert (tiny.electra.hidden, tiny.electra.layers, tiny.batch_size) == (32, 2, 8)
+    assert tiny.electra.heads == electra.electra.heads  # the rest of the size is the preset's
 
 
 @pytest.mark.parametrize(
@@ -105,6 +109,7 @@ def test_overrides_are_typed_by_the_fields():
         ("readout=max", "field 'readout': expected cls or mean"),
         ("electra=small", "field 'electra': expected ElectraSize | None, got 'small'"),
         ("batch_size", "field 'set': expected KEY=VALUE, got 'batch_size'"),
+        ("electra.hidden=32", "field 'electra': electra holds no settings to set by electra.h"),
     ],
 )
 def test_overrides_refuse_unknown_keys_and_bad_values_in_one_line(assignment, expected):
