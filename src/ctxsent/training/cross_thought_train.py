@@ -36,7 +36,6 @@ import torch
 from lightning.fabric.utilities.rank_zero import rank_zero_only
 from torch import nn
 from torch.utils.data import DataLoader
-from tqdm.auto import tqdm
 
 from ctxsent.errors import InputError, check_choice, check_range
 from ctxsent.evaluation.as2_metrics import as2_metrics
@@ -66,7 +65,7 @@ from ctxsent.presets import apply_overrides, get_preset
 from ctxsent.saving import write_model_card
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.tasks.senteval import Pairs
-from ctxsent.training.engine import build_trainer, fit, last_checkpoint
+from ctxsent.training.engine import Placement, build_trainer, fit, last_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import FollowTrainer, StreamBatches
@@ -247,12 +246,16 @@ class CrossThoughtFineTuneConfig:
     """Sampled negatives per question (answer selection)."""
     eval_every: int = 100
     seed: int = 42
+    precision: str = "auto"
+    accelerator: str = "auto"
 
     def __post_init__(self) -> None:
         check_range(self, "learning_rate", 0, above=True)
         check_range(self, "max_steps batch_size negatives eval_every", 1)
         check_range(self, "warmup_ratio", 0, 1)
         check_range(self, "seed", 0)
+        check_choice(self, "precision", PRECISIONS)
+        check_choice(self, "accelerator", ACCELERATORS)
 
 
 #: Texts per forward chunk when a step embeds a question batch's texts (memory bound; the
@@ -260,30 +263,62 @@ class CrossThoughtFineTuneConfig:
 EMBED_CHUNK = 32
 
 
+class _StepLossModule(L.LightningModule):
+    """Cross-Thought fine-tuning on the one trainer: step ``k``'s loss is ``step_loss(k, rng)``
+    (the step draws its own questions or pairs from ``rng``), AdamW without weight decay and
+    the triangular schedule; ``evaluate(step)`` (the dev score, logged as ``dev``) runs every
+    ``eval_every`` steps and after the last."""
+
+    def __init__(
+        self,
+        network: nn.Module,
+        config: CrossThoughtFineTuneConfig,
+        step_loss: Callable[[int, np.random.Generator], torch.Tensor],
+        evaluate: Callable[[int], float],
+    ) -> None:
+        super().__init__()
+        self.network, self.config = network, config
+        self.step_loss, self.evaluate = step_loss, evaluate
+        self.rng = np.random.default_rng(config.seed)
+
+    def training_step(self, step, batch_idx):
+        loss = self.step_loss(int(step), self.rng)
+        self.log("train_loss", loss, prog_bar=True, batch_size=1)
+        return loss
+
+    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
+        step = self.global_step
+        if step % self.config.eval_every == 0 or step == self.config.max_steps:
+            self.log("dev", self.evaluate(step), prog_bar=True)
+
+    def configure_optimizers(self):
+        config = self.config
+        optimizer = torch.optim.AdamW(
+            self.network.parameters(), lr=config.learning_rate, weight_decay=0.0
+        )
+        warmup = int(config.warmup_ratio * config.max_steps)
+        schedule = triangular_schedule(optimizer, warmup, config.max_steps)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+
 def _optimise(
-    parameters: list[nn.Parameter],
+    network: nn.Module,
     config: CrossThoughtFineTuneConfig,
+    out: Path,
     step_loss: Callable[[int, np.random.Generator], torch.Tensor],
     evaluate: Callable[[int], float],
 ) -> None:
-    """AdamW + triangular schedule; ``evaluate(step)`` (returns the dev score shown on the
-    progress bar) every ``eval_every`` steps and at the end."""
-    optimizer = torch.optim.AdamW(parameters, lr=config.learning_rate, weight_decay=0.0)
-    schedule = triangular_schedule(
-        optimizer, int(config.warmup_ratio * config.max_steps), config.max_steps
+    """Train ``network`` for ``config.max_steps`` steps (:class:`_StepLossModule`) on one
+    device of the one trainer (:mod:`~ctxsent.training.engine`): the run's precision,
+    gradients clipped at 1.0, logs in ``out/logs``. The step draws its batch from one
+    generator, so several processes would train on the same batches: one device, and a
+    rerun starts again (the runs are minutes long) rather than resuming."""
+    placement = Placement(config.precision, config.accelerator)
+    trainer = build_trainer(
+        out, placement, max_steps=config.max_steps, gradient_clip_val=1.0, checkpoints=False
     )
-    rng = np.random.default_rng(config.seed)
-    progress = tqdm(range(1, config.max_steps + 1), desc="fine-tune", unit="step")
-    for step in progress:
-        loss = step_loss(step, rng)
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
-        optimizer.step()
-        schedule.step()
-        progress.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
-        if step % config.eval_every == 0 or step == config.max_steps:
-            progress.write(f"step {step}: dev {evaluate(step):.4f}")
+    steps = DataLoader(range(1, config.max_steps + 1), batch_size=None)
+    trainer.fit(_StepLossModule(network, config, step_loss, evaluate), steps)
 
 
 def answer_selection_loss(
@@ -352,7 +387,7 @@ def finetune_answer_selection(
         return metrics["map"]
 
     evaluate(0)
-    _optimise(list(model.parameters()), config, step_loss, evaluate)
+    _optimise(model, config, out, step_loss, evaluate)
     ranker.clear_cache()
     summary = {"best_dev": best, "train": asdict(config)}
     with atomic_write(out / "best.json") as handle:
@@ -405,9 +440,11 @@ def finetune_pair_classifier(
     dev: Pairs,
     test: Pairs,
     classes: int,
+    out: Path,
     config: CrossThoughtFineTuneConfig | None = None,
 ) -> dict:
-    """Train Eq. 11 on ``train``, pick the step with the best dev accuracy, score ``test``."""
+    """Train Eq. 11 on ``train``, pick the step with the best dev accuracy, score ``test``;
+    the training log goes to ``out/logs``."""
     config = config or CrossThoughtFineTuneConfig(learning_rate=2e-5, batch_size=32)
     torch.manual_seed(config.seed)
     classifier = PairClassifier(model, classes)
@@ -428,7 +465,7 @@ def finetune_pair_classifier(
             best_state.update(copy.deepcopy(classifier.state_dict()))
         return dev_metrics["acc"]
 
-    _optimise(list(classifier.parameters()), config, step_loss, evaluate)
+    _optimise(classifier, config, out, step_loss, evaluate)
     classifier.load_state_dict(best_state)
     best["test"] = pair_metrics(test.labels, classifier.predict(test))
     return {**best, "train": asdict(config)}
@@ -447,7 +484,7 @@ def finetune_cross_thought(
     result = (
         _finetune_as2(model, data, out, config)
         if task == "as2"
-        else _finetune_pairs(model, task, data, config)
+        else _finetune_pairs(model, task, data, out, config)
     )
     with atomic_write(out / "metrics.json") as handle:
         json.dump(result, handle, indent=2)
@@ -479,7 +516,9 @@ def _finetune_as2(model, data: str, out: Path, config: CrossThoughtFineTuneConfi
     return summary
 
 
-def _finetune_pairs(model, task: str, data: str, config: CrossThoughtFineTuneConfig) -> dict:
+def _finetune_pairs(
+    model, task: str, data: str, out: Path, config: CrossThoughtFineTuneConfig
+) -> dict:
     from ctxsent.tasks.senteval import get_task, load_task
 
     task_data = load_task(get_task(task), data)
@@ -490,7 +529,7 @@ def _finetune_pairs(model, task: str, data: str, config: CrossThoughtFineTuneCon
     else:
         train, dev = split_off_dev(train, seed=config.seed)
     classes = len(task_data.task.classes)
-    return finetune_pair_classifier(model, train, dev, test, classes, config)
+    return finetune_pair_classifier(model, train, dev, test, classes, out, config)
 
 
 def split_off_dev(pairs: Pairs, fraction: float = 0.1, seed: int = 0) -> tuple[Pairs, Pairs]:

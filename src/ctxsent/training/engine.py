@@ -2,7 +2,7 @@
 RNN-CNN and Mean-Max AAE pre-training, Cross-Thought's Eq. 10 / Eq. 11 fine-tuning.
 
 Each objective brings its LightningModule, loaders and run config; what the run trains on is
-decided here once, from the config's :class:`Placement` fields:
+decided here once, from the config's :class:`RunPlacement` fields:
 
 * precision (:func:`~ctxsent.models.precision.lightning_precision`: ``auto`` is bf16 where
   the hardware has it), accelerator, devices, strategy (DDP, FSDP) and number of nodes;
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -31,7 +32,7 @@ from ctxsent.models.precision import lightning_precision
 from ctxsent.training.progress import StderrProgressBar
 
 
-class Placement(Protocol):
+class RunPlacement(Protocol):
     """Where and how precisely a run trains: fields every training config has."""
 
     precision: str
@@ -39,6 +40,17 @@ class Placement(Protocol):
     devices: int | str
     strategy: str
     num_nodes: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A :class:`RunPlacement` for runs whose config names no devices: one device."""
+
+    precision: str = "auto"
+    accelerator: str = "auto"
+    devices: int | str = 1
+    strategy: str = "auto"
+    num_nodes: int = 1
 
 
 def device_type(accelerator: str) -> str:
@@ -73,7 +85,7 @@ def last_checkpoint(out_dir: Path) -> Path:
 
 def build_trainer(
     out_dir: Path,
-    placement: Placement,
+    placement: RunPlacement,
     *,
     max_steps: int,
     max_epochs: int = -1,
@@ -82,6 +94,7 @@ def build_trainer(
     eval_every: int | None = None,
     checkpoint_every: int | None = None,
     callbacks: Sequence[Callback] = (),
+    checkpoints: bool = True,
     strategy: str | None = None,
     log_every_n_steps: int = 50,
     refresh_rate: int = 10,
@@ -90,7 +103,8 @@ def build_trainer(
 
     ``eval_every``: steps between evaluations on the validation loader (``None``: no
     evaluation); a checkpoint follows every evaluation, or every ``checkpoint_every`` steps
-    when that is given. ``strategy`` replaces ``placement.strategy`` (a strategy object or a
+    when that is given; ``checkpoints=False`` keeps none (a run that starts again rather
+    than resuming). ``strategy`` replaces ``placement.strategy`` (a strategy object or a
     refined name, e.g. DDP that expects unused parameters). ``max_minutes`` stops the run
     after that much training time in total, across resumes.
     """
@@ -116,10 +130,11 @@ def build_trainer(
         precision=lightning_precision(placement.precision, device_type(placement.accelerator)),
         gradient_clip_val=gradient_clip_val,
         callbacks=[
-            newest_checkpoint(out_dir / "checkpoints", **when),
+            *([newest_checkpoint(out_dir / "checkpoints", **when)] if checkpoints else []),
             *callbacks,
             StderrProgressBar(refresh_rate=refresh_rate),
         ],
+        enable_checkpointing=checkpoints,
         logger=loggers,
         log_every_n_steps=log_every_n_steps,
         num_sanity_val_steps=0,
