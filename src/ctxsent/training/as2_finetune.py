@@ -62,10 +62,12 @@ from ctxsent.training.sampling import (
     length_sorted_batches,
 )
 from ctxsent.training.settings import (
+    ACCELERATORS,
     ARCHS,
     LOSSES,
     MIN_INPUT_LENGTH,
-    Placement,
+    PRECISIONS,
+    STRATEGIES,
 )
 
 #: What a fine-tuning run writes to ``OUT`` that an ``overwrite`` run starts without.
@@ -77,7 +79,7 @@ TrainableRanker = TransformerRanker | BiEncoderRanker
 
 
 @dataclass
-class As2TrainConfig(Placement):
+class As2TrainConfig:
     learning_rate: float = 2e-5
     batch_size: int = 32
     epochs: int = 3
@@ -109,16 +111,24 @@ class As2TrainConfig(Placement):
     #: Listwise bi-encoders only: each question's softmax also covers the candidates of the
     #: other questions in its batch (on its own process under DDP), as extra negatives.
     in_batch_negatives: bool = False
+    precision: str = "auto"
+    accelerator: str = "auto"
+    devices: int | str = "auto"
+    #: Lightning strategy: "auto", "ddp", "fsdp", ... (many GPUs or machines).
+    strategy: str = "auto"
+    num_nodes: int = 1
     seed: int = 42
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         check_range(self, "learning_rate head_lr_scale temperature", 0, above=True)
         check_range(self, "batch_size epochs max_steps eval_every patience eval_batch_size", 1)
-        check_range(self, "max_negatives_per_question questions_per_batch", 1)
+        check_range(self, "max_negatives_per_question num_nodes questions_per_batch", 1)
         check_range(self, "warmup_ratio", 0, 1)
         check_range(self, "weight_decay max_grad_norm seed", 0)
         check_choice(self, "loss", LOSSES)
+        check_choice(self, "precision", PRECISIONS)
+        check_choice(self, "accelerator", ACCELERATORS)
+        check_choice(self, "strategy", STRATEGIES)
         if self.questions_per_batch is not None and self.loss != "listwise":
             raise InputError("applies to the listwise loss only", field="questions_per_batch")
         if self.in_batch_negatives and self.loss != "listwise":

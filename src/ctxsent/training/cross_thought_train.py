@@ -65,16 +65,16 @@ from ctxsent.presets import apply_overrides, get_preset
 from ctxsent.saving import write_model_card
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.tasks.senteval import Pairs
-from ctxsent.training.engine import build_trainer, fit, last_checkpoint
+from ctxsent.training.engine import Placement, build_trainer, fit, last_checkpoint
 from ctxsent.training.optim import decay_groups, triangular_schedule
 from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import FollowTrainer, StreamBatches
-from ctxsent.training.settings import ACCELERATORS, PRECISIONS, Placement
+from ctxsent.training.settings import ACCELERATORS, PRECISIONS, STRATEGIES
 
 
 # ---- pre-training ------------------------------------------------------------------------------
 @dataclass
-class CrossThoughtPretrainConfig(Placement):
+class CrossThoughtPretrainConfig:
     """A pre-training run: a preset plus what this machine and budget change."""
 
     preset: str
@@ -84,16 +84,23 @@ class CrossThoughtPretrainConfig(Placement):
     max_steps: int | None = None
     max_minutes: float | None = None
     checkpoint_every: int = 200
+    precision: str = "auto"
+    accelerator: str = "auto"
+    devices: int | str = "auto"
+    strategy: str = "auto"
+    num_nodes: int = 1
     seed: int = 0
     overrides: list[str] | None = None
     """``key=value`` settings of the preset (:func:`~ctxsent.presets.apply_overrides`),
     kept as given so a resumed run compares them; ``None``: the preset as registered."""
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        check_range(self, "max_steps checkpoint_every", 1)
+        check_range(self, "max_steps checkpoint_every num_nodes", 1)
         check_range(self, "max_minutes", 0, above=True)
         check_range(self, "seed", 0)
+        check_choice(self, "precision", PRECISIONS)
+        check_choice(self, "accelerator", ACCELERATORS)
+        check_choice(self, "strategy", STRATEGIES)
 
     def resolved_preset(self) -> CrossThoughtPreset:
         """The preset, then ``max_steps`` and ``from_backbone`` when set, then ``overrides``
@@ -306,7 +313,7 @@ def _optimise(
     gradients clipped at 1.0, logs in ``out/logs``. The step draws its batch from one
     generator, so several processes would train on the same batches: one device, and a
     rerun starts again (the runs are minutes long) rather than resuming."""
-    placement = Placement(precision=config.precision, accelerator=config.accelerator, devices=1)
+    placement = Placement(config.precision, config.accelerator)
     trainer = build_trainer(
         out, placement, max_steps=config.max_steps, gradient_clip_val=1.0, checkpoints=False
     )

@@ -27,15 +27,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ctxsent.errors import check_range
+from ctxsent.errors import check_choice, check_range
 from ctxsent.presets import Preset, register
-from ctxsent.training.settings import Placement
+from ctxsent.training.settings import ACCELERATORS, PRECISIONS, STRATEGIES
 
 GLOVE_PACKAGE = "glove-6b-50d"
 
 
 @dataclass
-class EncoderPretrainConfig(Placement):
+class EncoderPretrainConfig:
     """Every setting of a pre-training run; ``model`` picks the paper."""
 
     model: str = "rnn-cnn"  # "rnn-cnn" or "mean-max-aae"
@@ -55,6 +55,10 @@ class EncoderPretrainConfig(Placement):
     checkpoint_every: int = 500
     seed: int = 0
     precision: str = "fp32"
+    accelerator: str = "auto"
+    devices: int | str = "auto"
+    strategy: str = "auto"
+    num_nodes: int = 1
     # encoders
     encoder: str = "gru"  # RNN-CNN: "gru" or "cnn"
     architecture: str = "attention"  # Mean-Max AAE: "attention" (AAE) or "lstm" (RAE)
@@ -71,13 +75,15 @@ class EncoderPretrainConfig(Placement):
     target_length: int = 30
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         check_range(self, "vocab_size embedding_dim max_length max_sentences batch_size", 1)
         check_range(self, "epochs max_steps checkpoint_every hidden_size ffn_size heads", 1)
-        check_range(self, "target_length", 1)
+        check_range(self, "target_length num_nodes", 1)
         check_range(self, "learning_rate max_grad_norm max_minutes", 0, above=True)
         check_range(self, "expand_vocabulary seed", 0)
         check_range(self, "dropout", 0, 1, below=True)
+        check_choice(self, "precision", PRECISIONS)
+        check_choice(self, "accelerator", ACCELERATORS)
+        check_choice(self, "strategy", STRATEGIES)
 
 
 _RNN_CNN_CPU = {

@@ -2,7 +2,7 @@
 RNN-CNN and Mean-Max AAE pre-training, Cross-Thought's Eq. 10 / Eq. 11 fine-tuning.
 
 Each objective brings its LightningModule, loaders and run config; what the run trains on is
-decided here once, from the config's :class:`~ctxsent.training.settings.Placement` fields:
+decided here once, from the config's :class:`RunPlacement` fields:
 
 * precision (:func:`~ctxsent.models.precision.lightning_precision`: ``auto`` is bf16 where
   the hardware has it), accelerator, devices, strategy (DDP, FSDP) and number of nodes;
@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import lightning as L
 import torch
@@ -28,7 +30,27 @@ from lightning.pytorch.callbacks import Callback, ModelCheckpoint
 
 from ctxsent.models.precision import lightning_precision
 from ctxsent.training.progress import StderrProgressBar
-from ctxsent.training.settings import Placement
+
+
+class RunPlacement(Protocol):
+    """Where and how precisely a run trains: fields every training config has."""
+
+    precision: str
+    accelerator: str
+    devices: int | str
+    strategy: str
+    num_nodes: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A :class:`RunPlacement` for runs whose config names no devices: one device."""
+
+    precision: str = "auto"
+    accelerator: str = "auto"
+    devices: int | str = 1
+    strategy: str = "auto"
+    num_nodes: int = 1
 
 
 def device_type(accelerator: str) -> str:
@@ -63,7 +85,7 @@ def last_checkpoint(out_dir: Path) -> Path:
 
 def build_trainer(
     out_dir: Path,
-    placement: Placement,
+    placement: RunPlacement,
     *,
     max_steps: int,
     max_epochs: int = -1,

@@ -6,10 +6,7 @@ offers them as the option's choices. Nothing heavy is imported, so ``--help`` st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, get_args
-
-from ctxsent.errors import check_choice, check_range
 
 #: Training precision (:mod:`ctxsent.models.precision`; ``int8`` is for inference only).
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
@@ -31,23 +28,3 @@ ARCHS: tuple[str, ...] = get_args(Arch)
 #: Shortest input of a cross-encoder: ``[CLS]``, three ``[SEP]`` and a few tokens of each
 #: segment (:func:`~ctxsent.models.segments.encode_segments`).
 MIN_INPUT_LENGTH = 8
-
-
-@dataclass(kw_only=True)
-class Placement:
-    """Where and how precisely a run trains (:mod:`~ctxsent.training.engine`): the fields
-    every training config has, checked here once. Keyword-only, so a config that inherits
-    them keeps its own fields' order."""
-
-    precision: str = "auto"
-    accelerator: str = "auto"
-    devices: int | str = "auto"
-    #: Lightning strategy: "auto", "ddp", "fsdp", ... (many GPUs or machines).
-    strategy: str = "auto"
-    num_nodes: int = 1
-
-    def __post_init__(self) -> None:
-        check_range(self, "num_nodes", 1)
-        check_choice(self, "precision", PRECISIONS)
-        check_choice(self, "accelerator", ACCELERATORS)
-        check_choice(self, "strategy", STRATEGIES)

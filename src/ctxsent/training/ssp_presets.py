@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ctxsent.errors import InputError, check_range
+from ctxsent.errors import InputError, check_choice, check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.objectives.electra_sizes import ELECTRA_BASE, ELECTRA_SMALL, ElectraSize
 from ctxsent.presets import Preset, register
-from ctxsent.training.settings import MIN_INPUT_LENGTH, Placement
+from ctxsent.training.settings import ACCELERATORS, MIN_INPUT_LENGTH, PRECISIONS, STRATEGIES
 
 
 @dataclass
-class SspPretrainConfig(Placement):
+class SspPretrainConfig:
     objective: str | None = None  # checked against the data folder when set (presets)
     backbone: str = DEFAULT_BACKBONE
     learning_rate: float = 5e-5
@@ -40,11 +40,15 @@ class SspPretrainConfig(Placement):
     electra: ElectraSize | None = None  # set: ELECTRA from scratch instead of ``backbone``
     max_length: int = 128
     checkpoint_every: int = 200
+    precision: str = "auto"
+    accelerator: str = "auto"
+    devices: int | str = "auto"
+    strategy: str = "auto"
+    num_nodes: int = 1
     seed: int = 42
     heldout_examples: int = 1000  # scored at the end on examples no step drew (ssp_heldout)
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         if self.readout not in ("cls", "mean"):
             raise InputError(f"expected cls or mean, got {self.readout!r}", field="readout")
         if self.readout == "mean" and self.electra is not None:
@@ -57,9 +61,12 @@ class SspPretrainConfig(Placement):
         check_range(self, "mlm_weight ssp_weight rtd_weight warmup_steps weight_decay", 0)
         check_range(self, "seed heldout_examples", 0)
         check_range(self, "learning_rate head_lr_scale max_grad_norm", 0, above=True)
-        check_range(self, "batch_size max_steps checkpoint_every", 1)
+        check_range(self, "batch_size max_steps checkpoint_every num_nodes", 1)
         check_range(self, "max_length", MIN_INPUT_LENGTH)
         check_range(self, "mlm_probability", 0, 1, above=True, below=True)
+        check_choice(self, "precision", PRECISIONS)
+        check_choice(self, "accelerator", ACCELERATORS)
+        check_choice(self, "strategy", STRATEGIES)
 
 
 #: ``RankerConfig.backbone`` of a discriminator built from scratch
