@@ -80,9 +80,10 @@ def training_data(data: str):
 def run_ctxsent(args, out: dict) -> None:
     import torch
 
+    from ctxsent.models.precision import lightning_precision
     from ctxsent.tasks.as2_load import load_as2
     from ctxsent.tasks.as2_records import clean, first_questions
-    from ctxsent.training import as2_finetune
+    from ctxsent.training import engine
     from ctxsent.training.as2_finetune import (
         BI_ENCODER_RECIPE,
         As2RankerSpec,
@@ -111,8 +112,8 @@ def run_ctxsent(args, out: dict) -> None:
         if len(out["ends"]) == steps:
             out["peak_rss_mb_at_last_step"] = peak_rss_mb()
 
-    as2_finetune.As2FineTuneModule.on_train_batch_end = on_train_batch_end
-    out["precision"] = as2_finetune.lightning_precision(config.precision, "cpu")
+    engine.ObjectiveModule.on_train_batch_end = on_train_batch_end
+    out["precision"] = lightning_precision(config.precision, "cpu")
     with tempfile.TemporaryDirectory() as scratch:
         finetune_as2(As2RankerSpec(arch="bi-encoder"), train, dev, Path(scratch) / "run", config)
 

@@ -47,7 +47,7 @@ def batches(corpus: str, preset_name: str, samples: int, sequences: int, count: 
 
 def train_step(objective: CrossThoughtObjective, optimizer, batch) -> float:
     start = time.perf_counter()
-    loss = objective(batch)
+    loss = objective.masked_word_loss(batch)
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
@@ -92,7 +92,7 @@ def memory(args) -> dict:
     objective = CrossThoughtObjective(model.train())
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    objective(data).backward()
+    objective.masked_word_loss(data).backward()
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {

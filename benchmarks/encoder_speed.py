@@ -76,7 +76,7 @@ def main() -> None:
 
     def step(objective, optimizer, batch) -> None:
         optimizer.zero_grad(set_to_none=True)
-        objective(batch).backward()
+        objective(batch)["loss"].backward()
         optimizer.step()
 
     for objective, optimizer, batch in runs.values():  # warm-up

@@ -75,11 +75,11 @@ def worker(args: list[str], steps: int, report: Path) -> None:
     import torch
 
     torch.set_num_threads(1)
-    times: list[tuple[float, float]] = []
+    times: list[tuple[float, float, int]] = []
 
     class StepTimer(L.Callback):
-        def on_train_batch_end(self, *_):
-            times.append((time.perf_counter(), time.process_time()))
+        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+            times.append((time.perf_counter(), time.process_time(), real_tokens(batch)))
 
     init = L.Trainer.__init__
 
@@ -91,6 +91,16 @@ def worker(args: list[str], steps: int, report: Path) -> None:
 
     app([*args, "--max-steps", str(steps)], standalone_mode=False)
     report.write_text(json.dumps(times))
+
+
+def real_tokens(batch) -> int:
+    """Real (non-padding) input tokens of a batch: its attention or input masks."""
+    if isinstance(batch, dict):
+        for name in ("attention_mask", "input_mask"):
+            if name in batch:
+                return int(batch[name].sum())
+        return sum(real_tokens(value) for value in batch.values() if isinstance(value, dict))
+    return 0
 
 
 def hf_worker(data: str, steps: int, report: Path) -> None:
@@ -150,10 +160,16 @@ def hf_worker(data: str, steps: int, report: Path) -> None:
 
 
 def per_step(times: list, skip: int) -> dict:
-    """Median wall and CPU seconds between consecutive step ends, after ``skip`` steps."""
+    """Median wall and CPU seconds between consecutive step ends, after ``skip`` steps, and
+    the CPU seconds per 1,000 real tokens of the timed steps together (the like-for-like
+    measure when two versions draw different batches)."""
     wall = [b[0] - a[0] for a, b in zip(times, times[1:], strict=False)][skip:]
     cpu = [b[1] - a[1] for a, b in zip(times, times[1:], strict=False)][skip:]
-    return {"wall": statistics.median(wall), "cpu": statistics.median(cpu), "steps": len(cpu)}
+    tokens = sum(row[2] for row in times[1:][skip:])
+    report = {"wall": statistics.median(wall), "cpu": statistics.median(cpu), "steps": len(cpu)}
+    if tokens:
+        report["cpu_per_1k_tokens"] = 1000 * sum(cpu) / tokens
+    return report
 
 
 def run_worker(mode: str, src: Path, payload: list[str], steps: int, report: Path) -> list:
@@ -220,6 +236,15 @@ def main() -> None:
             "wall_s_per_step": wall,
             "after_over_before_cpu": cpu["after"] / cpu["before"],
         }
+        if all("cpu_per_1k_tokens" in r for runs in by_version.values() for r in runs):
+            per_token = {
+                v: statistics.median(r["cpu_per_1k_tokens"] for r in runs)
+                for v, runs in by_version.items()
+            }
+            table[objective]["cpu_s_per_1k_tokens"] = per_token
+            table[objective]["after_over_before_cpu_per_token"] = (
+                per_token["after"] / per_token["before"]
+            )
     result = {"steps": args.steps, "skip": args.skip, "rounds": args.rounds, "objectives": table}
     if hf:
         tokens_ours = _tokens_per_step(data["mlm-1-64-cpu"])

@@ -204,3 +204,21 @@ def test_minilm_initialised_cross_thought_encodes():
     # depends on its input vector (max gap ~2e-5 here, against ~0.9 between two sentences)
     halves = vectors.reshape(2, 2, 384)
     assert (np.abs(halves[:, 0] - halves[:, 1]).max(axis=-1) > 1e-6).all()
+
+
+def test_pretraining_ranks_squad_paragraphs_while_it_trains(tiny_bert, ct_data, tmp_path):
+    squad = tmp_path / "squad.json"
+    paragraphs = [
+        {
+            "context": f"the harbour of town {i} has a stone tower .",
+            "qas": [{"question": f"town {i}"}],
+        }
+        for i in range(3)
+    ]
+    squad.write_text(json.dumps({"data": [{"title": "t", "paragraphs": paragraphs}]}))
+    config = _pretrain_config(tiny_bert, max_steps=2, eval=f"squad:{squad}", eval_every=1)
+    summary = pretrain_cross_thought(ct_data, tmp_path / "run", config)
+    best = json.loads((tmp_path / "run" / "best.json").read_text())
+    assert summary["best"]["step"] == best["step"] in (1, 2)
+    assert best["dev"]["recall@20"] == 100.0  # 3 paragraphs: all are in the top 20
+    assert CrossThoughtModel.from_pretrained(tmp_path / "run" / "model").config.cross_sequence

@@ -100,3 +100,31 @@ def test_every_preset_has_a_cpu_variant_and_paper_values():
     assert (aae.hidden_size, aae.ffn_size, aae.heads, aae.max_grad_norm) == (2048, 4096, 8, 5.0)
     assert config("mean-max-rae").architecture == "lstm"
     assert config("rnn-cnn-ar-cnn-us").input_mode == "uniform-sampling"
+
+
+def test_cli_evaluates_during_training_and_keeps_the_best_encoder(cli, inputs, tmp_path):
+    corpus, vectors = inputs
+    squad = tmp_path / "squad.json"
+    paragraphs = [
+        {"context": "the cat sat on the mat .", "qas": [{"question": "where did the cat sit ?"}]},
+        {"context": "a dog ran in the park .", "qas": [{"question": "where did a dog run ?"}]},
+    ]
+    squad.write_text(json.dumps({"data": [{"title": "t", "paragraphs": paragraphs}]}))
+    data, out = tmp_path / "data", tmp_path / "run"
+    preset = "mean-max-aae-cpu"
+    built = run(cli, "data", "--preset", preset, "--corpus", corpus, "--out", data,
+                "--set", "max_sentences=none")  # fmt: skip
+    assert built.exit_code == 0, built.output
+    trained = run(cli, "pretrain", preset, "--data", data, "--out", out, "--word-vectors",
+                  vectors, *TINY, "--max-steps", 4, "--eval", f"squad:{squad}",
+                  "--eval-every", 2)  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    best = json.loads((out / "best.json").read_text())
+    assert best["step"] in (2, 4) and best["dev"]["recall@20"] == 100.0  # 2 paragraphs
+    assert json.loads((out / "train.json").read_text())["best"]["step"] == best["step"]
+    assert ctxsent.load(out / "encoder").encode(["the cat"]).shape[0] == 1
+    ranking = run(cli, "pretrain", preset, "--data", data, "--out", tmp_path / "other", *TINY,
+                  "--eval", "as2:wikiqa:nowhere")  # fmt: skip
+    assert isinstance(ranking.exception, InputError)
+    assert "does not evaluate this model" in str(ranking.exception)
+    assert not (tmp_path / "other").exists()

@@ -72,7 +72,7 @@ def test_predict_all_words_loss_is_eq3_with_tied_softmax(corpus):
         -sum(log_probs[b, n, targets[b, n]] for b in range(2) for n in range(6) if targets[b, n])
         / 2
     )
-    assert torch.allclose(objective(batch), expected, atol=1e-4)
+    assert torch.allclose(objective(batch)["loss"], expected, atol=1e-4)
 
 
 def test_teacher_forcing_feeds_targets_and_is_causal(corpus):
@@ -138,11 +138,11 @@ def test_training_steps_reduce_the_loss(corpus, kind, mode):
     dataset = NextWindowDataset(tokenized, target_length=5)
     batch = collate_next_window([dataset[i] for i in range(8)], 5)
     optimizer = torch.optim.Adam(objective.parameters(), lr=1e-2)
-    first = objective(batch).item()
+    first = objective(batch)["loss"].item()
     for _ in range(30):
         optimizer.zero_grad()
-        loss = objective(batch)
+        loss = objective(batch)["loss"]
         loss.backward()
         optimizer.step()
-    assert objective(batch).item() < 0.7 * first
+    assert objective(batch)["loss"].item() < 0.7 * first
     assert objective.encoder.embedding.weight.grad is not None  # softmax tied to E

@@ -21,10 +21,11 @@ import json
 import sys
 from pathlib import Path
 
+from pretraining_runs import pretrain
+
 GLOBAL_BATCH = 16
 STEPS = 4
 AS2_KINDS = ["cross-encoder", "cascade"]
-PRETRAIN_KINDS = ["ssp", "electra", "cross-thought", "rnn-cnn", "mean-max-aae"]
 
 
 def traced_runs(
@@ -58,62 +59,25 @@ def _mean_over_ranks(value):
 
 def _traced_pretraining(tiny_bert: str, data: str, out: Path, devices: int, kind: str) -> None:
     """One pre-training run of ``kind`` for :data:`STEPS` steps of a global batch of 8."""
-    from dataclasses import replace
-
-    import lightning as L
     import torch
     import torch.distributed as dist
 
-    from ctxsent.models.cross_encoder import CrossEncoderRanker
-    from ctxsent.objectives.electra_sizes import ElectraSize
-    from ctxsent.presets import get_preset
-    from ctxsent.training import cross_thought_train, encoder_pretrain, ssp_pretrain
+    from ctxsent.training.engine import ObjectiveModule
 
     trace: list[float] = []
+    train_step, train = ObjectiveModule.training_step, torch.nn.Module.train
 
-    class Trace(L.Callback):
-        def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
-            trace.append(_mean_over_ranks(outputs["loss"]))
+    def traced_step(self, batch, batch_idx):
+        loss = train_step(self, batch, batch_idx)
+        trace.append(_mean_over_ranks(loss))
+        return loss
 
-    def traced_trainer(*args, callbacks=(), **kwargs):
-        return build_trainer(*args, callbacks=[*callbacks, Trace()], **kwargs)
-
-    placement = {"accelerator": "cpu", "devices": devices, "precision": "fp32"}
-    modules = (ssp_pretrain, cross_thought_train, encoder_pretrain)
-    build_trainer, train = ssp_pretrain.build_trainer, torch.nn.Module.train
-    for module in modules:
-        module.build_trainer = traced_trainer
+    ObjectiveModule.training_step = traced_step
     torch.nn.Module.train = lambda self, mode=True: train(self, False)  # no dropout
     try:
-        if kind in ("ssp", "electra"):
-            electra = kind == "electra"
-            config = ssp_pretrain.SspPretrainConfig(
-                objective="dpc", batch_size=8, max_steps=STEPS, warmup_steps=1,
-                checkpoint_every=STEPS, learning_rate=1e-3, max_length=64, heldout_examples=4,
-                electra=ElectraSize(32, 2, 2, 64, 16, 0.5) if electra else None, **placement,
-            )  # fmt: skip
-            torch.manual_seed(0)
-            ranker = None if electra else CrossEncoderRanker.from_backbone(tiny_bert, True, 64)
-            ssp_pretrain.pretrain_ssp(data, out, config, ranker)
-        elif kind == "cross-thought":
-            config = cross_thought_train.CrossThoughtPretrainConfig(
-                preset="cross-thought-3-64-cpu", backbone=tiny_bert, max_steps=STEPS,
-                checkpoint_every=STEPS, overrides=["batch_size=8", "dropout=0"], **placement,
-            )  # fmt: skip
-            cross_thought_train.pretrain_cross_thought(data, out, config)
-        else:
-            preset = "mean-max-aae-cpu" if kind == "mean-max-aae" else "rnn-cnn-small-cpu"
-            config = get_preset(preset, "encoder").config
-            config = replace(
-                config, embedding_dim=8, hidden_size=8, ffn_size=16, heads=2,
-                decoder_dims=(8, 16), batch_size=8, max_steps=STEPS, checkpoint_every=STEPS,
-                word_vectors="none", expand_vocabulary=0, max_sentences=None, vocab_size=10,
-                dropout=0.0, **placement,
-            )  # fmt: skip
-            encoder_pretrain.pretrain_encoder(data, out, config)
+        pretrain(kind, tiny_bert, data, out, STEPS, STEPS, devices, dropout=False)
     finally:
-        for module in modules:
-            module.build_trainer = build_trainer
+        ObjectiveModule.training_step = train_step
         torch.nn.Module.train = train
     if not dist.is_initialized() or dist.get_rank() == 0:
         (out / "trace.json").write_text(json.dumps([{"loss": loss} for loss in trace]))
@@ -126,11 +90,12 @@ def _traced_run(tiny_bert: str, out: Path, devices: int, kind: str) -> None:
     from ctxsent.models.cascade import CascadeRanker
     from ctxsent.models.cross_encoder import CrossEncoderRanker
     from ctxsent.training import as2_finetune
+    from ctxsent.training.engine import ObjectiveModule
     from synthetic import synthetic_as2
 
     trace: list[dict] = []
     exits: list[int | None] = [None]  # the cascade's latest sampled exit
-    train_step = as2_finetune.As2FineTuneModule.training_step
+    train_step = ObjectiveModule.training_step
     forward_exits = CascadeRanker.forward_exits
 
     def traced_exits(self, features, upto=None):
@@ -154,7 +119,7 @@ def _traced_run(tiny_bert: str, out: Path, devices: int, kind: str) -> None:
         torch.rand(1 + (dist.get_rank() if dist.is_initialized() else 0))
         return loss
 
-    as2_finetune.As2FineTuneModule.training_step = traced_step
+    ObjectiveModule.training_step = traced_step
     CascadeRanker.forward_exits = traced_exits
     try:
         torch.manual_seed(0)
@@ -178,7 +143,7 @@ def _traced_run(tiny_bert: str, out: Path, devices: int, kind: str) -> None:
         train, dev = synthetic_as2(16, seed=1), synthetic_as2(4, seed=2)
         as2_finetune.finetune_as2(ranker, train, dev, out, config)
     finally:
-        as2_finetune.As2FineTuneModule.training_step = train_step
+        ObjectiveModule.training_step = train_step
         CascadeRanker.forward_exits = forward_exits
     if not dist.is_initialized() or dist.get_rank() == 0:
         (out / "trace.json").write_text(json.dumps(trace))

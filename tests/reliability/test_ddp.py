@@ -20,44 +20,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from ddp_run import AS2_KINDS, PRETRAIN_KINDS, traced_runs
-
-from ctxsent.corpus import Document
-from synthetic import write_corpus
+from ddp_run import AS2_KINDS, traced_runs
+from pretraining_runs import PRETRAIN_KINDS, write_pretrain_data
 
 SCRIPT = Path(__file__).with_name("ddp_run.py")
 KINDS = AS2_KINDS + PRETRAIN_KINDS
-TEXT = "the keeper of the old lighthouse saw a ship near the stone island at night"
 
 
 @pytest.fixture(scope="module")
 def pretrain_data(tiny_bert, tmp_path_factory) -> dict[str, str]:
     """A data folder per pre-training objective, from one corpus of 12 documents."""
-    import random
-
-    from ctxsent.objectives.pretrain_data import build_cross_thought_data, build_encoder_data
-    from ctxsent.objectives.ssp import SspConfig
-    from ctxsent.objectives.ssp_data import build_ssp_dataset
-
-    rng = random.Random(0)
-    sentence = lambda: " ".join(rng.choice(TEXT.split()) for _ in range(rng.randint(4, 9))) + "."  # noqa: E731
-    documents = [
-        Document(str(d), f"Doc {d}", [[sentence() for _ in range(4)] for _ in range(4)])
-        for d in range(12)
-    ]
-    root = tmp_path_factory.mktemp("ddp-data")
-    corpus = write_corpus(root / "corpus", documents)
-    ssp = SspConfig(block_size=8, max_length=64)
-    build_ssp_dataset(corpus, root / "ssp", ssp, str(tiny_bert))
-    build_ssp_dataset(corpus, root / "electra", ssp, vocab_size=150)
-    build_cross_thought_data(
-        corpus, root / "cross-thought", "cross-thought-3-64-cpu", str(tiny_bert)
-    )
-    build_encoder_data(corpus, root / "rnn-cnn", vocab_size=10, preset="rnn-cnn-small-cpu")
-    build_encoder_data(corpus, root / "mean-max-aae", vocab_size=10, preset="mean-max-aae-cpu")
-    folders = {kind: str(root / kind) for kind in PRETRAIN_KINDS}
-    (root / "data.json").write_text(json.dumps(folders))
-    return folders
+    return write_pretrain_data(tiny_bert, tmp_path_factory.mktemp("ddp-data"))
 
 
 @pytest.fixture(scope="module")

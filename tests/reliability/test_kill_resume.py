@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
-import os
-import signal
-import time
 from pathlib import Path
 
 import pytest
 import torch
+from forked_runs import kill_after_first_checkpoint
 from safetensors.torch import load_file
 from training_run import run
 
@@ -20,59 +17,14 @@ from ctxsent.saving import UnfinishedRunWarning, is_model_folder
 ARCHS = ["cross-encoder", "bi-encoder"]
 
 
-def train_until_killed(tiny_bert: Path, out: Path, arch: str) -> None:
-    """A forked child's run: one thread, as the resumed and the uninterrupted run here, and
-    no output. Forked, it starts with this process's imports (an interpreter would spend
-    seconds of CPU importing torch and Lightning)."""
-    torch.set_num_threads(1)
-    quiet = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(quiet, 1)
-    os.dup2(quiet, 2)
-    run(tiny_bert, out, 0.1, arch)
-
-
 @pytest.fixture(scope="module")
 def killed(tiny_bert, tmp_path_factory) -> Path:
     """``ROOT/ARCH``: each architecture's run, killed (-9) a little after its first
     checkpoint; the children run side by side."""
     root = tmp_path_factory.mktemp("killed")
-    fork = multiprocessing.get_context("fork")
-    children = {
-        arch: fork.Process(target=train_until_killed, args=(tiny_bert, root / arch, arch))
-        for arch in ARCHS
-    }
-    for child in children.values():
-        child.start()
-    checkpointed: dict[str, float] = {}  # when the first checkpoint (or the end) was seen
-    deadline = time.monotonic() + 300  # only a stuck child takes this long
-    while any(child.exitcode is None for child in children.values()):
-        for arch, child in children.items():
-            if child.exitcode is not None:
-                continue
-            done = (root / arch / "checkpoints" / "last.ckpt").exists() or not child.is_alive()
-            if done or time.monotonic() > deadline:
-                checkpointed.setdefault(arch, time.monotonic())
-            # a little further into the run: steps, maybe a checkpoint half-written
-            if arch in checkpointed and time.monotonic() > checkpointed[arch] + 0.3:
-                if child.is_alive():
-                    os.kill(child.pid, signal.SIGKILL)
-                child.join()
-        time.sleep(0.05)
-    for arch, child in children.items():
-        assert child.exitcode == -signal.SIGKILL, f"the {arch} run ended before it was killed"
-        assert (root / arch / "checkpoints" / "last.ckpt").exists()
+    runs = {arch: (run, (tiny_bert, root / arch, 0.1, arch)) for arch in ARCHS}
+    kill_after_first_checkpoint(runs, root)
     return root
-
-
-@pytest.fixture
-def one_thread():
-    """The child trains on one thread; so do the resumed and the uninterrupted run here, so
-    that neither compares sums taken in another order (torch's thread count is per process
-    and other tests change it)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -92,11 +44,11 @@ def test_nothing_half_written_looks_complete_and_resume_matches(
     for checkpoint in (interrupted / "checkpoints").glob("*.ckpt"):
         assert "global_step" in torch.load(checkpoint, weights_only=False, map_location="cpu")
 
-    from ctxsent.training.as2_finetune import As2FineTuneModule
+    from ctxsent.training.engine import ObjectiveModule
 
     steps: list[int] = []
     monkeypatch.setattr(
-        As2FineTuneModule, "on_train_batch_end", lambda self, *_: steps.append(self.global_step)
+        ObjectiveModule, "on_train_batch_end", lambda self, *_: steps.append(self.global_step)
     )
     resumed = run(tiny_bert, interrupted, arch=arch)
     monkeypatch.undo()

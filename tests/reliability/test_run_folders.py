@@ -53,11 +53,11 @@ def test_a_rerun_with_other_settings_is_refused_naming_them_and_overwrite_starts
     assert (out / "checkpoints" / "latest.ckpt").read_bytes() == checkpoint
     assert status(out) == "finished"
 
-    from ctxsent.training.as2_finetune import As2FineTuneModule
+    from ctxsent.training.engine import ObjectiveModule
 
     steps: list[int] = []
     monkeypatch.setattr(
-        As2FineTuneModule, "on_train_batch_end", lambda self, *_: steps.append(self.global_step)
+        ObjectiveModule, "on_train_batch_end", lambda self, *_: steps.append(self.global_step)
     )
     train(tiny_bert, out, overwrite=True, learning_rate=1e-3)
     assert steps == [1, 2]  # from the start, not from the old run's checkpoint

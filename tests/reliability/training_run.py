@@ -24,11 +24,11 @@ def run(
 
     from ctxsent.models.bi_encoder import BiEncoderRanker
     from ctxsent.models.cross_encoder import CrossEncoderRanker
-    from ctxsent.training import as2_finetune
+    from ctxsent.training import as2_finetune, engine
     from synthetic import synthetic_as2
 
     if sleep:
-        as2_finetune.As2FineTuneModule.on_train_batch_end = lambda *_: time.sleep(sleep)
+        engine.ObjectiveModule.on_train_batch_end = lambda *_: time.sleep(sleep)
     torch.manual_seed(0)
     train, dev = synthetic_as2(24, seed=1), synthetic_as2(8, seed=2)
     if arch == "bi-encoder":

@@ -1,12 +1,12 @@
 import json
 
-import lightning as L
 import pytest
 import torch
 import typer
 from ssp_corpus import documents, write_corpus
 from typer.testing import CliRunner
 
+import ctxsent
 from ctxsent.cli import pretrain, pretrain_data
 from ctxsent.errors import InputError
 from ctxsent.objectives.ssp import SspConfig
@@ -100,28 +100,13 @@ def _config(steps, **kwargs):
     )
 
 
-class _Crash(L.Callback):
-    def on_train_batch_end(self, trainer, *args):
-        if trainer.global_step == 5:
-            raise RuntimeError("interrupted")
-
-
-def test_pretraining_resumes_exactly_and_output_fine_tunes_without_conversion(
-    ssp_data, tiny_bert, tmp_path
-):
+def test_pretrained_model_fine_tunes_without_conversion(ssp_data, tiny_bert, tmp_path):
+    """Resuming after a kill: tests/reliability/test_kill_resume_pretraining.py."""
     from ctxsent.saving import load
 
     whole = pretrain_ssp(ssp_data, tmp_path / "whole", _config(6), _tiny_ranker(tiny_bert))
     assert whole["steps"] == 6 and whole["final"]["ssp"] > 0 and whole["final"]["mlm"] > 0
-    with pytest.raises(RuntimeError, match="interrupted"):  # a crash after step 5
-        pretrain_ssp(ssp_data, tmp_path / "split", _config(6), _tiny_ranker(tiny_bert), [_Crash()])
-    last = torch.load(tmp_path / "split" / "checkpoints" / "last.ckpt", weights_only=False)
-    assert last["global_step"] == 4  # the resume starts from a checkpoint, not from step 0
-    resumed = pretrain_ssp(ssp_data, tmp_path / "split", _config(6), _tiny_ranker(tiny_bert))
-    assert resumed["steps"] == 6
     a = load(tmp_path / "whole" / "model").model.state_dict()
-    b = load(tmp_path / "split" / "model").model.state_dict()
-    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     # what 'ctxsent finetune as2 --init OUT/model --contextual' does
     ranker = load(tmp_path / "whole" / "model").with_context(True)
     start = _tiny_ranker(tiny_bert).model.state_dict()
@@ -135,11 +120,13 @@ def test_pretraining_resumes_exactly_and_output_fine_tunes_without_conversion(
 
 
 def test_the_ssp_head_can_learn_faster_than_the_backbone(tiny_bert, tmp_path):
-    from ctxsent.training.ssp_pretrain import SspPretrainModule
+    from ctxsent.training.ssp_pretrain import optimizer_settings, ssp_objective
 
     ranker = _tiny_ranker(tiny_bert)
-    module = SspPretrainModule(ranker, _config(6, head_lr_scale=20.0), tmp_path)
-    optimizer = module.configure_optimizers()["optimizer"]
+    config = _config(6, head_lr_scale=20.0)
+    module = ssp_objective(ranker, config)
+    optimizer = optimizer_settings(ranker, config).build(module.named_parameters(), 6)
+    optimizer = optimizer["optimizer"]
     head = {id(p) for p in ranker.model.classifier.parameters()}
     rates = {
         id(p): group["initial_lr"] for group in optimizer.param_groups for p in group["params"]
@@ -174,3 +161,18 @@ def test_mean_readout_pretrains_a_one_exit_cascade_that_fine_tunes_as_one(
     assert ranker.contextual and ranker.model.config.type_vocab_size == 3
     with pytest.raises(InputError, match="cls or mean"):
         pretrain_ssp(ssp_data, tmp_path / "bad", _config(4, readout="max", backbone=str(tiny_bert)))
+
+
+def test_heldout_evaluation_keeps_the_best_model_and_bad_specs_fail_first(
+    ssp_data, tiny_bert, tmp_path
+):
+    config = _config(4, eval="heldout", eval_every=2, heldout_examples=16)
+    result = pretrain_ssp(ssp_data, tmp_path / "run", config, ranker=_tiny_ranker(tiny_bert))
+    best = json.loads((tmp_path / "run" / "best.json").read_text())
+    assert best["step"] in (2, 4) and 0.0 <= best["dev"]["auc"] <= 1.0
+    assert result["best"]["step"] == best["step"] and "dev_auc" in result["final"]
+    assert ctxsent.load(tmp_path / "run" / "model").kind == "cross-encoder"
+    for spec, message in (("squad:x.json", "does not evaluate"), ("nope", "unknown evaluator")):
+        with pytest.raises(InputError, match=message):
+            pretrain_ssp(ssp_data, tmp_path / "bad", _config(2, eval=spec))
+        assert not (tmp_path / "bad").exists()

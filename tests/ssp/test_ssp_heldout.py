@@ -9,10 +9,10 @@ from typer.testing import CliRunner
 
 from ctxsent.cli import evaluate, pretrain
 from ctxsent.errors import InputError
+from ctxsent.evaluation.ssp_heldout import roc_auc, unseen_indices
 from ctxsent.objectives.ssp import SspConfig
 from ctxsent.objectives.ssp_data import build_ssp_dataset, example_lengths, load_ssp_dataset
 from ctxsent.training.sampling import StreamBatches
-from ctxsent.training.ssp_heldout import roc_auc, unseen_indices
 from ctxsent.training.ssp_pretrain import SspPretrainConfig, pretrain_ssp
 
 

@@ -7,7 +7,7 @@ import torch
 import ctxsent
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2, sample_negatives
-from ctxsent.training.optim import triangular
+from ctxsent.training.engine import triangular
 from ctxsent.training.sampling import LengthGroupedBatches, length_sorted_batches
 from synthetic import synthetic_as2
 
@@ -71,16 +71,15 @@ def test_finetune_learns_saves_best_and_resumes(tiny_bert, tmp_path):
 
 
 def test_head_lr_scale_applies_to_the_scoring_heads_only(tiny_bert, tmp_path):
-    from types import SimpleNamespace
-
     from ctxsent.models.cascade import CascadeRanker
-    from ctxsent.training.as2_finetune import As2FineTuneModule
+    from ctxsent.objectives.as2 import As2Objective
+    from ctxsent.training.as2_finetune import optimizer_settings
 
     ranker = CascadeRanker.from_backbone(str(tiny_bert), max_length=32)
     config = As2TrainConfig(learning_rate=1e-4, head_lr_scale=10.0, weight_decay=0.01)
-    module = As2FineTuneModule(ranker, config, [], tmp_path)
-    module._trainer = SimpleNamespace(estimated_stepping_batches=10)
-    optimizer = module.configure_optimizers()["optimizer"]
+    objective = As2Objective(ranker, config)
+    optimizer = optimizer_settings(ranker, config).build(objective.named_parameters(), 10)
+    optimizer = optimizer["optimizer"]
     heads = {id(p) for n, p in ranker.named_parameters() if n.startswith("heads.")}
     for group in optimizer.param_groups:
         in_heads = {id(p) in heads for p in group["params"]}
@@ -93,7 +92,7 @@ def test_head_lr_scale_applies_to_the_scoring_heads_only(tiny_bert, tmp_path):
 def test_listwise_loss_is_the_softmax_mass_on_each_questions_positives():
     import torch
 
-    from ctxsent.training.as2_finetune import listwise_loss
+    from ctxsent.objectives.as2 import listwise_loss
 
     logits = torch.tensor([2.0, 0.0, 1.0, 0.5, 3.0, 0.0])
     labels = torch.tensor([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
@@ -210,20 +209,20 @@ def _saved_tanda_start(tiny_bert, folder):
 def test_same_seed_gives_the_same_start_and_the_same_weights(
     tiny_bert, tmp_path, monkeypatch, spec, loss
 ):
-    from ctxsent.training import as2_finetune
+    from ctxsent.training import engine
     from ctxsent.training.as2_finetune import As2RankerSpec
 
     if spec.get("init") == "saved":
         spec = {**spec, "init": _saved_tanda_start(tiny_bert, tmp_path / "transfer")}
     spec = As2RankerSpec(**{"init": str(tiny_bert), "max_length": 32, **spec})
     starts = []
-    module_init = as2_finetune.As2FineTuneModule.__init__
+    module_init = engine.ObjectiveModule.__init__
 
-    def recording_init(self, ranker, *args, **kwargs):
-        starts.append(_weights(ranker))  # the weights at step 0
-        module_init(self, ranker, *args, **kwargs)
+    def recording_init(self, objective, *args, **kwargs):
+        starts.append(_weights(objective.model))  # the weights at step 0
+        module_init(self, objective, *args, **kwargs)
 
-    monkeypatch.setattr(as2_finetune.As2FineTuneModule, "__init__", recording_init)
+    monkeypatch.setattr(engine.ObjectiveModule, "__init__", recording_init)
     train, dev = synthetic_as2(16, seed=1), synthetic_as2(4, seed=2)
     config = As2TrainConfig(
         learning_rate=3e-3, batch_size=8, max_steps=3, eval_every=3, seed=7, precision="fp32",
@@ -249,7 +248,7 @@ def _unit(*angles: float) -> torch.Tensor:
 
 
 def test_bi_encoder_listwise_loss_is_a_softmax_over_cosines_over_the_temperature():
-    from ctxsent.training.as2_finetune import bi_encoder_loss
+    from ctxsent.objectives.as2 import bi_encoder_loss
 
     # texts: 0 the question, 1 its answer (cos 0.8), 2 and 3 wrong (cos 0.6, -1)
     embeddings = _unit(0.0, np.arccos(0.8), np.arccos(0.6), np.pi)
@@ -271,7 +270,7 @@ def test_bi_encoder_listwise_loss_is_a_softmax_over_cosines_over_the_temperature
 
 
 def test_bi_encoder_pointwise_loss_is_cross_entropy_of_cosine_over_the_temperature():
-    from ctxsent.training.as2_finetune import bi_encoder_loss
+    from ctxsent.objectives.as2 import bi_encoder_loss
 
     embeddings = _unit(0.0, np.arccos(0.5), np.arccos(-0.5))
     config = As2TrainConfig(loss="pointwise", temperature=0.5)
@@ -283,11 +282,7 @@ def test_bi_encoder_pointwise_loss_is_cross_entropy_of_cosine_over_the_temperatu
 
 
 def test_in_batch_negatives_add_the_other_questions_candidates_once():
-    from ctxsent.training.as2_finetune import (
-        bi_encoder_loss,
-        in_batch_negative_logits,
-        listwise_loss,
-    )
+    from ctxsent.objectives.as2 import bi_encoder_loss, in_batch_negative_logits, listwise_loss
 
     # texts: 0 q1, 1 q2, 2 "A" (q1's answer), 3 "B" (a wrong candidate of both), 4 "C" (q2's)
     embeddings = _unit(0.0, 1.0, 0.3, 1.5, 1.2)

@@ -150,7 +150,7 @@ def ssp(
     batch_size: BatchSizeOption = 64,
 ) -> None:
     """Score the run's SSP head on examples its training never drew (accuracy, AUC, log-loss)."""
-    from ctxsent.training.ssp_heldout import evaluate_run
+    from ctxsent.evaluation.ssp_heldout import evaluate_run
 
     typer.echo(json.dumps(evaluate_run(run, examples, batch_size), indent=2))
 

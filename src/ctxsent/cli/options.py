@@ -87,3 +87,20 @@ StrategyOption = Annotated[
 ]
 
 NumNodesOption = Annotated[int, typer.Option(min=1, help="machines (torchrun / SLURM)")]
+
+EvalOption = Annotated[
+    str | None,
+    typer.Option(
+        "--eval",
+        help="evaluate during training, keep the best model in OUT and stop early on it: "
+        "as2:DATA (dev MAP), senteval:FOLDER[:TASK,...], squad:FILE[:QUESTIONS] (Recall@20); "
+        "SSP also 'heldout' (AUC on its unseen examples)",
+    ),
+]
+EvalEveryOption = Annotated[
+    int | None, typer.Option(min=1, help="steps between evaluations (default: every checkpoint)")
+]
+PatienceOption = Annotated[
+    int | None,
+    typer.Option(min=1, help="stop after this many evaluations without a better metric"),
+]

@@ -20,8 +20,11 @@ import typer
 from ctxsent.cli.options import (
     AcceleratorOption,
     DevicesOption,
+    EvalEveryOption,
+    EvalOption,
     NumNodesOption,
     OverwriteOption,
+    PatienceOption,
     PrecisionOption,
     SeedOption,
     StrategyOption,
@@ -86,6 +89,9 @@ def cross_thought(
     strategy: StrategyOption = "auto",
     num_nodes: NumNodesOption = 1,
     seed: SeedOption = 0,
+    eval_: EvalOption = None,
+    eval_every: EvalEveryOption = None,
+    patience: PatienceOption = None,
     set_: SetOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
@@ -109,6 +115,9 @@ def cross_thought(
         strategy=strategy,
         num_nodes=num_nodes,
         seed=seed,
+        eval=eval_,
+        eval_every=eval_every,
+        patience=patience,
         overrides=set_ or None,
     )
     config.resolved_preset()  # unknown preset or setting: fail before reading the data
@@ -135,6 +144,9 @@ def encoder(
         None, callback=positive, help="Wall-clock budget of the whole run."
     ),
     max_steps: int | None = typer.Option(None, min=1, help="Optimiser steps of the whole run."),
+    eval_: EvalOption = None,
+    eval_every: EvalEveryOption = None,
+    patience: PatienceOption = None,
     set_: SetOption = None,
     list_presets: bool = typer.Option(
         False, "--list", help="Print the encoder presets (as 'ctxsent presets') and exit."
@@ -156,7 +168,14 @@ def encoder(
         raise InputError("name a preset (see --list)", field="preset")
     if data is None or out is None:
         raise InputError("--data and --out are required", field="data" if data is None else "out")
-    flags = {"word_vectors": word_vectors, "max_minutes": max_minutes, "max_steps": max_steps}
+    flags = {
+        "word_vectors": word_vectors,
+        "max_minutes": max_minutes,
+        "max_steps": max_steps,
+        "eval": eval_,
+        "eval_every": eval_every,
+        "patience": patience,
+    }
     config = configured(name, "encoder", flags, set_)
     check_writable(out, folder=True)
     summary = run(data, out, config, overwrite)
@@ -222,6 +241,9 @@ def ssp(
         int | None, typer.Option(min=1, help="machines (torchrun / SLURM); default 1")
     ] = None,
     seed: Annotated[int | None, typer.Option(min=0, help="override the preset's seed")] = None,
+    eval_: EvalOption = None,
+    eval_every: EvalEveryOption = None,
+    patience: PatienceOption = None,
     set_: SetOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
@@ -246,6 +268,9 @@ def ssp(
         strategy=strategy,
         num_nodes=num_nodes,
         seed=seed,
+        eval=eval_,
+        eval_every=eval_every,
+        patience=patience,
     )
     config = configured(preset, "ssp", flags, set_)
     result = run(data, out, config, overwrite=overwrite)

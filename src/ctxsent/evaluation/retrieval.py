@@ -255,6 +255,38 @@ def evaluate_paragraph_ranking(
     }
 
 
+class ParagraphRankingEvaluator:
+    """The unsupervised paragraph-ranking :class:`~ctxsent.protocols.Evaluator` (Cross-Thought
+    section 4.4, "HotpotQA(u)"): ``evaluator(model)`` ranks all of ``data``'s paragraphs
+    for each question with :func:`scorer_for_model` (a :class:`PassageScorer` is used as
+    is) and gives ``recall@k`` over all paragraphs and ``own_article_recall@k`` within the
+    question's article, in percent, as :func:`evaluate_paragraph_ranking` reports them.
+
+    Primary: recall at the largest ``k``, with the default ``ks`` Recall@20, the metric
+    Cross-Thought Table 2 reports for HotpotQA(u): the ranking's job is a shortlist for a
+    reader, and it is less noisy than Recall@1 on a small dev sample.
+    """
+
+    def __init__(
+        self, data: ParagraphRanking, ks: Sequence[int] = DEFAULT_KS, batch_size: int = 64
+    ) -> None:
+        if not ks:
+            raise ValueError("ks is empty")
+        self.data = data
+        self.ks = tuple(ks)
+        self.batch_size = batch_size
+        self.primary_metric = f"recall@{max(self.ks)}"
+
+    def __call__(self, model) -> dict[str, float]:
+        if isinstance(model, PassageScorer):
+            scorer = model
+        else:
+            scorer = scorer_for_model(model, self.batch_size)
+        report = evaluate_paragraph_ranking(scorer, self.data, self.ks)
+        own = {f"own_article_{name}": value for name, value in report["own_article"].items()}
+        return {**report["all_paragraphs"], **own}
+
+
 def scorer_from_spec(spec: str, batch_size: int = 64) -> PassageScorer:
     """``bm25`` (:class:`BM25Scorer`), or any :mod:`ctxsent.resolver` spec of an encoder
     (e.g. ``minilm``; a saved ranker is scored with the encoder it wraps);

@@ -184,12 +184,13 @@ EMPTY_TEXT = "."
 
 class Embedder:
     """Embeds a task's unique sentences once: sorted by length, in chunks (with a progress
-    bar), through an on-disk cache keyed by (model fingerprint, task files, text hash)."""
+    bar), through an on-disk cache keyed by (model fingerprint, task files, text hash) when
+    ``cache_dir`` is given (which needs the ``fingerprint``)."""
 
     def __init__(
         self,
         encoder: Encoder,
-        fingerprint: str,
+        fingerprint: str | None = None,
         cache_dir: str | Path | None = None,
         *,
         show_progress: bool = False,
@@ -198,6 +199,8 @@ class Embedder:
         self.encoder = encoder
         self.cache_dir = None
         if cache_dir is not None:
+            if fingerprint is None:
+                raise ValueError("an embedding cache needs the model's fingerprint")
             model_key = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
             self.cache_dir = Path(cache_dir) / model_key
         self.show_progress = show_progress
@@ -293,27 +296,89 @@ def _score(data: TaskData, vectors: dict, setting: ClassifierSetting) -> tuple[d
     return scores, details
 
 
+class SentEvalEvaluator:
+    """The SentEval :class:`~ctxsent.protocols.Evaluator` (Conneau & Kiela, 2018; the protocol
+    of the module docstring) on loaded ``tasks``: ``evaluator(encoder)`` gives each task's
+    main metric under its name and, as the primary metric, ``macro_accuracy``: the plain
+    mean accuracy (%) over the accuracy tasks run, the macro average of Mean-Max AAE Table 2
+    (NaN without an accuracy task). :meth:`results` gives the full per-task results.
+
+    Embeddings are cached on disk only with both ``fingerprint`` and ``cache_dir``; leave
+    them out for a model that changes between calls (evaluation during training).
+    """
+
+    primary_metric = "macro_accuracy"
+
+    def __init__(
+        self,
+        tasks: Sequence[TaskData],
+        setting: ClassifierSetting = QUICK,
+        *,
+        fingerprint: str | None = None,
+        cache_dir: str | Path | None = None,
+        show_progress: bool = False,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        if cache_dir is not None and fingerprint is None:
+            raise ValueError("an embedding cache needs the model's fingerprint")
+        self.tasks = list(tasks)
+        self.setting = setting
+        self.fingerprint = fingerprint
+        self.cache_dir = cache_dir
+        self.show_progress = show_progress
+        self.log = log
+
+    def results(self, encoder: Encoder) -> list[TaskResult]:
+        """Every task's result, in task order."""
+        embed = Embedder(
+            encoder, self.fingerprint, self.cache_dir, show_progress=self.show_progress
+        )
+        results = []
+        for data in self.tasks:
+            result = evaluate_task(data, embed, self.setting)
+            if self.log is not None:
+                metric = data.task.main_metric
+                score = result.scores[metric]
+                self.log(f"{result.task}: {metric} {score:.4g} ({result.seconds:.1f} s)")
+            results.append(result)
+        return results
+
+    def metrics(self, results: Sequence[TaskResult]) -> dict[str, float]:
+        """The flat metrics of :meth:`results`."""
+        metrics = {
+            data.task.name: float(result.scores[data.task.main_metric])
+            for data, result in zip(self.tasks, results, strict=True)
+        }
+        accuracies = [result.scores["acc"] for result in results if "acc" in result.scores]
+        metrics["macro_accuracy"] = float(np.mean(accuracies)) if accuracies else math.nan
+        return metrics
+
+    def __call__(self, encoder: Encoder) -> dict[str, float]:
+        return self.metrics(self.results(encoder))
+
+
 def run_senteval(
     encoder: Encoder,
     tasks: Sequence[TaskData],
     *,
     model: str,
-    fingerprint: str,
+    fingerprint: str | None = None,
     setting: ClassifierSetting = QUICK,
     cache_dir: str | Path | None = None,
     show_progress: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> SentEvalReport:
-    """Evaluate ``encoder`` on loaded ``tasks`` (load all first, so bad data fails fast)."""
-    embed = Embedder(encoder, fingerprint, cache_dir, show_progress=show_progress)
-    results = []
-    for data in tasks:
-        result = evaluate_task(data, embed, setting)
-        if log is not None:
-            metric = data.task.main_metric
-            log(f"{result.task}: {metric} {result.scores[metric]:.4g} ({result.seconds:.1f} s)")
-        results.append(result)
-    return SentEvalReport(model, setting.name, results)
+    """Evaluate ``encoder`` on loaded ``tasks`` (load all first, so bad data fails fast)
+    with :class:`SentEvalEvaluator`; ``model`` names it in the report."""
+    evaluator = SentEvalEvaluator(
+        tasks,
+        setting,
+        fingerprint=fingerprint,
+        cache_dir=cache_dir,
+        show_progress=show_progress,
+        log=log,
+    )
+    return SentEvalReport(model, setting.name, evaluator.results(encoder))
 
 
 def markdown_table(reports: Sequence[SentEvalReport]) -> str:

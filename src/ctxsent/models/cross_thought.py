@@ -498,7 +498,8 @@ class CrossThoughtRanker(As2Ranker):
 
     Each distinct candidate is encoded once, independently of any question, and kept in
     :attr:`cache`; a question is encoded and scored against its candidates with
-    :func:`selection_log_probs`. Call :meth:`clear_cache` after changing the weights.
+    :func:`selection_log_probs`. The cache empties itself when the weights change (a
+    training step, a loaded state), so a ranker can be evaluated during fine-tuning.
     """
 
     kind: str
@@ -506,13 +507,15 @@ class CrossThoughtRanker(As2Ranker):
     def __init__(self, model: CrossThoughtModel) -> None:
         self.model = model
         self.cache: dict[str, torch.Tensor] = {}
-
-    def clear_cache(self) -> None:
-        self.cache.clear()
+        self._cached_weights = -1
 
     def cache_candidates(
         self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False
     ) -> None:
+        weights = sum(p._version for p in self.model.parameters())  # in-place updates count
+        if weights != self._cached_weights:
+            self.cache.clear()
+            self._cached_weights = weights
         new = [text for text in dict.fromkeys(texts) if text not in self.cache]
         if new:
             embedded = self.model.encode_special(new, batch_size, show_progress)

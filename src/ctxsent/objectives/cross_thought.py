@@ -40,8 +40,13 @@ from ctxsent.corpus.titles import normalize_title, normalize_titles
 from ctxsent.errors import InputError
 from ctxsent.models.cross_thought import AttentionLayer, CrossThoughtModel
 from ctxsent.objectives.cross_thought_presets import CrossThoughtPreset
-from ctxsent.objectives.global_batch import Share, randint
-from ctxsent.objectives.masking import mask_tokens, maskable_positions, masked_lm_loss
+from ctxsent.objectives.global_batch import Share, randint, share_of
+from ctxsent.objectives.masking import (
+    MaskedWordHead,
+    mask_tokens,
+    maskable_positions,
+    masked_lm_loss,
+)
 
 
 # ---- data ------------------------------------------------------------------------------------
@@ -223,28 +228,17 @@ def collator_for(model: CrossThoughtModel, preset: CrossThoughtPreset, seed: int
 
 
 # ---- model head and loss ----------------------------------------------------------------------
-class MaskedWordHead(nn.Module):
-    """BERT's MLM head; the decoder shares the encoder's word-embedding matrix."""
-
-    def __init__(self, word_embeddings: nn.Embedding, eps: float = 1e-12) -> None:
-        super().__init__()
-        width = word_embeddings.embedding_dim
-        self.transform = nn.Sequential(
-            nn.Linear(width, width), nn.GELU(), nn.LayerNorm(width, eps=eps)
-        )
-        self.word_embeddings = word_embeddings
-        self.bias = nn.Parameter(torch.zeros(word_embeddings.num_embeddings))
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return nn.functional.linear(self.transform(hidden), self.word_embeddings.weight, self.bias)
-
-
 class CrossThoughtObjective(nn.Module):
-    """Wraps a :class:`CrossThoughtModel` with the top layer (Eq. 8) and the MLM loss (Eq. 9)."""
+    """Wraps a :class:`CrossThoughtModel` with the top layer (Eq. 8) and the MLM loss (Eq. 9).
 
-    def __init__(self, model: CrossThoughtModel) -> None:
+    ``objective(batch, generator)`` masks a stacked batch with ``collator`` (drawing for the
+    step's global batch: DDP ranks mask as one process would) and returns ``{"loss": Eq. 9,
+    "tokens": real tokens in the batch}``; :meth:`masked_word_loss` takes a masked batch.
+    """
+
+    def __init__(self, model: CrossThoughtModel, collator: CrossThoughtCollator | None = None):
         super().__init__()
-        self.model = model
+        self.model, self.collator = model, collator
         bert = model.bert.config
         self.top = (
             AttentionLayer(model.width, model.heads, bert.intermediate_size, model.config.dropout)
@@ -253,8 +247,13 @@ class CrossThoughtObjective(nn.Module):
         )
         self.head = MaskedWordHead(model.bert.embeddings.word_embeddings, bert.layer_norm_eps)
 
-    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Eq. 1-9 on a collated batch; returns the mean masked-word cross-entropy."""
+    def forward(self, batch: dict[str, torch.Tensor], generator: torch.Generator) -> dict:
+        share = share_of(batch["input_ids"].shape, batch["input_ids"].device)
+        loss = self.masked_word_loss(self.collator.mask(batch, generator, share))
+        return {"loss": loss, "tokens": batch["attention_mask"].sum().float()}
+
+    def masked_word_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Eq. 1-9 on a masked batch; returns the mean masked-word cross-entropy."""
         ids, attention = batch["input_ids"], batch["attention_mask"]
         batch_size, per_sample, length = ids.shape
         real = batch["sequence_mask"].reshape(-1)

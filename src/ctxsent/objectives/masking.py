@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from ctxsent.objectives.global_batch import Share, global_mean, randint, uniform
 
@@ -83,3 +84,19 @@ def masked_lm_loss(hidden: torch.Tensor, labels: torch.Tensor, head) -> torch.Te
     (:func:`~ctxsent.objectives.global_batch.global_mean`)."""
     logits, targets = masked_lm_logits(hidden, labels, head)
     return global_mean(F.cross_entropy(logits.float(), targets, reduction="sum"), len(targets))
+
+
+class MaskedWordHead(nn.Module):
+    """BERT's MLM head; the decoder shares the encoder's word-embedding matrix."""
+
+    def __init__(self, word_embeddings: nn.Embedding, eps: float = 1e-12) -> None:
+        super().__init__()
+        width = word_embeddings.embedding_dim
+        self.transform = nn.Sequential(
+            nn.Linear(width, width), nn.GELU(), nn.LayerNorm(width, eps=eps)
+        )
+        self.word_embeddings = word_embeddings
+        self.bias = nn.Parameter(torch.zeros(word_embeddings.num_embeddings))
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(self.transform(hidden), self.word_embeddings.weight, self.bias)

@@ -104,14 +104,14 @@ def summed_nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 
 class NextWindowObjective(nn.Module):
-    """Encoder + decoder; ``forward(batch)`` returns the eq. (3) loss."""
+    """Encoder + decoder; ``objective(batch)`` returns ``{"loss": eq. (3)}``."""
 
     def __init__(self, encoder: RnnCnnEncoder, decoder: DecoderConfig) -> None:
         super().__init__()
         self.encoder = encoder
         self.decoder = build_decoder(decoder, encoder.dim, encoder.config.embedding_dim)
 
-    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def forward(self, batch: dict[str, torch.Tensor], generator=None) -> dict[str, torch.Tensor]:
         z = self.encoder(batch["input_ids"], batch["input_mask"])
         logits = self.decoder(z, batch["targets"], self.encoder.embedding)
-        return summed_nll(logits, batch["targets"])
+        return {"loss": summed_nll(logits, batch["targets"])}

@@ -53,14 +53,14 @@ def collate_reconstruction(items: list[np.ndarray]) -> dict[str, torch.Tensor]:
 
 
 class ReconstructionObjective(nn.Module):
-    """Encoder + mean-max decoder; ``forward(batch)`` returns the eq. (22) loss."""
+    """Encoder + mean-max decoder; ``objective(batch)`` returns ``{"loss": eq. (22)}``."""
 
     def __init__(self, encoder: MeanMaxAaeEncoder) -> None:
         super().__init__()
         self.encoder = encoder
         self.decoder = MeanMaxDecoder(encoder.config)
 
-    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def forward(self, batch: dict[str, torch.Tensor], generator=None) -> dict[str, torch.Tensor]:
         views = self.encoder.views(batch["input_ids"], batch["input_mask"])
         logits = self.decoder(views, batch["decoder_inputs"], self.encoder.embedding)
-        return summed_nll(logits, batch["targets"])
+        return {"loss": summed_nll(logits, batch["targets"])}

@@ -31,7 +31,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ import lightning as L
 import numpy as np
 import torch
 from lightning.fabric.utilities.rank_zero import rank_zero_only
-from lightning.pytorch.callbacks import EarlyStopping
+from lightning.pytorch.callbacks import Callback
 from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError, check_choice, check_range
@@ -51,16 +50,11 @@ from ctxsent.models.bi_encoder import NOT_CONTEXTUAL, BiEncoderRanker
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.transformer_ranker import TransformerRanker
+from ctxsent.objectives.as2 import As2Objective
 from ctxsent.tasks.as2_records import As2Record, group_by_question
-from ctxsent.training.engine import build_trainer, fit
-from ctxsent.training.optim import decay_groups, triangular_schedule
+from ctxsent.training.engine import Evaluation, OptimizerSettings, train_objective
 from ctxsent.training.runs import finish_run, records_digest, start_run
-from ctxsent.training.sampling import (
-    LengthGroupedBatches,
-    QuestionBatches,
-    batches_done_this_epoch,
-    length_sorted_batches,
-)
+from ctxsent.training.sampling import LengthGroupedBatches, QuestionBatches
 from ctxsent.training.settings import (
     ACCELERATORS,
     ARCHS,
@@ -256,189 +250,14 @@ def sample_negatives(
     return kept
 
 
-def listwise_loss(
-    logits: torch.Tensor,
-    labels: torch.Tensor,
-    groups: torch.Tensor,
-    extra_negatives: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Mean over questions of -log(softmax mass on the question's correct candidates).
+class ReleaseFreeHeap(Callback):
+    """:func:`release_free_heap` after every training step and evaluation."""
 
-    The softmax runs over each question's candidates in the batch (``groups`` holds
-    one question number per row): Cross-Thought's Eq. 10 on cross-encoder scores,
-    with every correct candidate counted. Unlike pointwise cross-entropy it is not
-    swamped by negatives when a question has hundreds of them (ASNQ, SQuAD-AS2).
-    Every question must have a correct candidate in the batch.
-
-    ``extra_negatives`` ``(questions, K)``, one row per question in the order of
-    ``torch.unique(groups)``, adds logits of more wrong candidates to each question's
-    softmax (``-inf`` where a row has fewer): :func:`in_batch_negative_logits`.
-    """
-    losses = []
-    for index, group in enumerate(torch.unique(groups)):
-        rows = groups == group
-        positives = rows & (labels > 0)
-        if not positives.any():
-            raise ValueError(f"question {int(group)} has no correct candidate in the batch")
-        candidates = logits[rows]
-        if extra_negatives is not None:
-            candidates = torch.cat([candidates, extra_negatives[index].to(candidates.dtype)])
-        losses.append(torch.logsumexp(candidates, 0) - torch.logsumexp(logits[positives], 0))
-    return torch.stack(losses).mean()
-
-
-def in_batch_negative_logits(
-    embeddings: torch.Tensor,
-    question_rows: torch.Tensor,
-    candidate_rows: torch.Tensor,
-    groups: torch.Tensor,
-) -> torch.Tensor:
-    """Cosines of each question with the other questions' candidates in its batch.
-
-    ``embeddings`` ``(texts, dim)`` are the batch's L2-normalised distinct texts; record
-    ``i`` asks text ``question_rows[i]`` about text ``candidate_rows[i]`` for question
-    ``groups[i]``. Returns ``(questions, candidate texts)`` in the order of
-    ``torch.unique(groups)``: the cosine of the question with every distinct candidate
-    text of the batch, ``-inf`` where that text is among the question's own candidates
-    (those count once, with their own label). The ``extra_negatives`` of
-    :func:`listwise_loss`, once divided by the temperature. Another question's candidate
-    can be a correct answer to this one too (two questions about one fact); such false
-    negatives are the known price of in-batch negatives.
-    """
-    questions, inverse = torch.unique(groups, return_inverse=True)
-    positions = torch.arange(len(groups), device=groups.device)
-    first = torch.full_like(questions, len(groups)).scatter_reduce(0, inverse, positions, "amin")
-    candidates = torch.unique(candidate_rows)
-    cosine = embeddings[question_rows[first]] @ embeddings[candidates].T
-    own = torch.zeros(cosine.shape, dtype=torch.bool, device=cosine.device)
-    own[inverse, torch.searchsorted(candidates, candidate_rows)] = True
-    return cosine.masked_fill(own, -math.inf)
-
-
-def bi_encoder_loss(
-    embeddings: torch.Tensor,
-    question_rows: torch.Tensor,
-    candidate_rows: torch.Tensor,
-    labels: torch.Tensor,
-    groups: torch.Tensor | None,
-    config: As2TrainConfig,
-) -> torch.Tensor:
-    """A bi-encoder's loss on a batch (see :func:`in_batch_negative_logits` for the inputs).
-
-    The logit of record ``i`` is ``cos(q_i, a_i) / config.temperature``. Pointwise: binary
-    cross-entropy of the logits. Listwise: :func:`listwise_loss` over each question's
-    candidates (Eq. 10 with cosine similarities), with :func:`in_batch_negative_logits`
-    as extra negatives when ``config.in_batch_negatives``.
-    """
-    q, a = embeddings[question_rows], embeddings[candidate_rows]
-    logits = (q * a).sum(dim=-1) / config.temperature
-    if config.loss == "pointwise":
-        return torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
-    extra = None
-    if config.in_batch_negatives:
-        cosine = in_batch_negative_logits(embeddings, question_rows, candidate_rows, groups)
-        extra = cosine / config.temperature
-    return listwise_loss(logits, labels, groups, extra)
-
-
-class As2FineTuneModule(L.LightningModule):
-    """Trains a transformer ranker and keeps the best dev-MAP model on disk."""
-
-    def __init__(
-        self,
-        ranker: TrainableRanker,
-        config: As2TrainConfig,
-        dev_records: Sequence[As2Record],
-        out_dir: Path,
-        train_batches: LengthGroupedBatches | QuestionBatches | None = None,
-        train_questions: torch.Tensor | None = None,
-    ) -> None:
-        """``train_questions``: a question number per training record (listwise loss)."""
-        super().__init__()
-        self.ranker = ranker
-        self.config = config
-        self.evaluator = As2Evaluator(dev_records, config.eval_batch_size)
-        self.out_dir = out_dir
-        self.train_batches = train_batches
-        self.train_questions = train_questions
-        self.best_dev_map = -math.inf
-        self.loss_fn = torch.nn.BCEWithLogitsLoss()
-        self._dev_scores: list[tuple[torch.Tensor, torch.Tensor]] = []
-
-    def on_train_epoch_start(self) -> None:
-        if self.train_batches is not None:  # same batches after a resume as without one
-            self.train_batches.set_epoch(self.current_epoch)
-
-    def training_step(self, batch, batch_idx):
-        features, labels, indices = batch
-        questions = None
-        if self.config.loss == "listwise":
-            questions = self.train_questions[indices.cpu()].to(labels.device)
-        if isinstance(self.ranker, BiEncoderRanker):
-            embeddings = self.ranker.embed_features(features)
-            rows = features["question_rows"], features["candidate_rows"]
-            loss = bi_encoder_loss(embeddings, *rows, labels, questions, self.config)
-        elif questions is not None:
-            loss = listwise_loss(self.ranker(features), labels, questions)
-        else:
-            loss = self.loss_fn(self.ranker(features), labels)
-        self.log("train_loss", loss, prog_bar=True, batch_size=len(labels))
-        return loss
-
-    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
+    def on_train_batch_end(self, *args) -> None:
         release_free_heap()
 
-    def validation_step(self, batch, batch_idx):
-        features, _, indices = batch
-        self._dev_scores.append((indices, self.ranker(features).float()))
-
-    def on_validation_epoch_end(self) -> None:
-        indices = torch.cat([i for i, _ in self._dev_scores]).cpu().numpy()
-        logits = torch.cat([s for _, s in self._dev_scores]).cpu().numpy()
-        self._dev_scores.clear()
+    def on_validation_end(self, *args) -> None:
         release_free_heap()  # before the checkpoint and the best model are written
-        scores = np.empty(len(self.evaluator.records), dtype=np.float32)
-        scores[indices] = logits
-        metrics = self.evaluator.metrics(scores)
-        self.log("dev_map", metrics["map"], prog_bar=True)
-        self.log("dev_mrr", metrics["mrr"])
-        self.log("dev_p1", metrics["p@1"])
-        if metrics["map"] > self.best_dev_map and not self.trainer.sanity_checking:
-            self.best_dev_map = metrics["map"]
-            if self.trainer.is_global_zero:
-                self.ranker.save_pretrained(self.out_dir / "model")
-                summary = {"step": self.global_step, "dev": metrics, "train": asdict(self.config)}
-                with atomic_write(self.out_dir / "best.json") as handle:
-                    json.dump(summary, handle, indent=2)
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["best_dev_map"] = self.best_dev_map
-        checkpoint["torch_rng_state"] = torch.get_rng_state()  # dropout continues where it was
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        """Restore what makes a resumed run step like an uninterrupted one."""
-        self.best_dev_map = checkpoint.get("best_dev_map", -math.inf)
-        if "torch_rng_state" in checkpoint:
-            torch.set_rng_state(checkpoint["torch_rng_state"])
-        if self.train_batches is not None:
-            self.train_batches.skip = batches_done_this_epoch(checkpoint)
-
-    def configure_optimizers(self):
-        heads = set(self.ranker.head_parameter_names())
-        lr = self.config.learning_rate
-        optimizer = torch.optim.AdamW(
-            decay_groups(
-                self.ranker.named_parameters(),
-                self.config.weight_decay,
-                heads,
-                lr * self.config.head_lr_scale,
-            ),
-            lr=lr,
-        )
-        total = max(1, int(self.trainer.estimated_stepping_batches))
-        warmup = int(self.config.warmup_ratio * total)
-        schedule = triangular_schedule(optimizer, warmup, total)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 
 def release_free_heap() -> None:
@@ -549,6 +368,17 @@ def _strategy(config: As2TrainConfig, ranker: TrainableRanker) -> str:
     return config.strategy
 
 
+def optimizer_settings(ranker: TrainableRanker, config: As2TrainConfig) -> OptimizerSettings:
+    """AdamW, the triangular schedule over the run's steps, new heads at ``head_lr_scale``."""
+    return OptimizerSettings(
+        config.learning_rate,
+        config.weight_decay,
+        warmup_ratio=config.warmup_ratio,
+        heads=frozenset(f"model.{name}" for name in ranker.head_parameter_names()),
+        head_lr_scale=config.head_lr_scale,
+    )
+
+
 def finetune_as2(
     ranker: TrainableRanker | As2RankerSpec,
     train: Sequence[As2Record],
@@ -587,29 +417,37 @@ def finetune_as2(
     out_dir.mkdir(parents=True, exist_ok=True)
     train = sample_negatives(train, config.max_negatives_per_question, config.seed)
     train_batches, train_questions = _train_batches(train, config)
-    train_loader = _loader(ranker, train, train_batches)
-    dev_loader = _loader(
-        ranker, dev, length_sorted_batches(_char_lengths(dev), config.eval_batch_size)
-    )
-    module = As2FineTuneModule(ranker, config, dev, out_dir, train_batches, train_questions)
-    eval_every = min(config.eval_every, len(train_batches) * config.epochs)
-    trainer = build_trainer(
+
+    def keep_best(metrics: dict, step: int) -> None:
+        ranker.save_pretrained(out_dir / "model")
+        summary = {"step": step, "dev": metrics, "train": asdict(config)}
+        with atomic_write(out_dir / "best.json") as handle:
+            json.dump(summary, handle, indent=2)
+
+    trained = train_objective(
+        As2Objective(ranker, config, train_questions),
+        _loader(ranker, train, train_batches),
         out_dir,
         config,
+        optimizer_settings(ranker, config),
+        seed=config.seed,
         max_epochs=config.epochs,
         max_steps=config.max_steps or -1,
-        gradient_clip_val=config.max_grad_norm,
-        eval_every=eval_every,
-        callbacks=[EarlyStopping("dev_map", mode="max", patience=config.patience)],
+        max_grad_norm=config.max_grad_norm,
+        evaluation=Evaluation(
+            As2Evaluator(dev, config.eval_batch_size),
+            ranker,
+            every=min(config.eval_every, len(train_batches) * config.epochs),
+            patience=config.patience,
+            on_best=keep_best,
+        ),
+        callbacks=[ReleaseFreeHeap()],
+        seeded_steps=False,
         strategy=_strategy(config, ranker),
     )
-    ranker.train()  # HF loads models in eval mode, which would switch dropout off
-    fit(trainer, module, out_dir, train_loader, dev_loader)
-    if not trainer.should_stop and trainer.global_step % eval_every:
-        trainer.validate(module, dev_loader, verbose=False)
-    trainer.strategy.barrier()  # rank 0 writes best.json
+    trained.trainer.strategy.barrier()  # rank 0 writes best.json
     best = json.loads((out_dir / "best.json").read_text())
-    if trainer.is_global_zero:
+    if trained.is_global_zero:
         data = {name: _data_size(records) for name, records in (("train", train), ("dev", dev))}
         finish_run(out_dir, {**best, "data": data})
     return best

@@ -1,6 +1,6 @@
 """Cross-Thought pre-training (section 4.2) and fine-tuning (section 3.3).
 
-* :func:`pretrain_cross_thought`: Lightning; Adam (AdamW, betas 0.9/0.98, eps 1e-6, weight
+* :func:`pretrain_cross_thought`: the training engine; AdamW (betas 0.9/0.98, eps 1e-6, weight
   decay 0.01: RoBERTa-base's, which the paper says it follows), linear warm-up then linear
   decay, gradients clipped at 1.0. It reads a data folder from ``ctxsent pretrain-data
   cross-thought`` (:mod:`~ctxsent.objectives.pretrain_data`) memory-mapped: a sample's M
@@ -25,7 +25,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -38,7 +37,8 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError, check_choice, check_range
-from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.evaluation.as2_evaluation import As2Evaluator
+from ctxsent.evaluation.specs import evaluator_from_spec
 from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.models.cross_thought import (
@@ -49,12 +49,10 @@ from ctxsent.models.cross_thought import (
 )
 from ctxsent.objectives.cross_thought import (
     ConsecutiveSequences,
-    CrossThoughtCollator,
     CrossThoughtObjective,
     collator_for,
 )
 from ctxsent.objectives.cross_thought_presets import CrossThoughtPreset
-from ctxsent.objectives.global_batch import share_of
 from ctxsent.objectives.pretrain_data import (
     ArrowChunks,
     check_cross_thought_data,
@@ -65,10 +63,15 @@ from ctxsent.presets import apply_overrides, get_preset
 from ctxsent.saving import write_model_card
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.tasks.senteval import Pairs
-from ctxsent.training.engine import Placement, build_trainer, fit, last_checkpoint
-from ctxsent.training.optim import decay_groups, triangular_schedule
+from ctxsent.training.engine import (
+    Evaluation,
+    OptimizerSettings,
+    Placement,
+    pretraining_evaluation,
+    train_objective,
+)
 from ctxsent.training.runs import finish_run, start_run
-from ctxsent.training.sampling import FollowTrainer, StreamBatches
+from ctxsent.training.sampling import StreamBatches
 from ctxsent.training.settings import ACCELERATORS, PRECISIONS, STRATEGIES
 
 
@@ -84,6 +87,11 @@ class CrossThoughtPretrainConfig:
     max_steps: int | None = None
     max_minutes: float | None = None
     checkpoint_every: int = 200
+    #: evaluator during training (:mod:`ctxsent.evaluation.specs`): dev metrics, the best
+    #: model kept, early stopping after ``patience`` evaluations without a better one
+    eval: str | None = None
+    eval_every: int | None = None  # steps between evaluations; None: every checkpoint
+    patience: int | None = None
     precision: str = "auto"
     accelerator: str = "auto"
     devices: int | str = "auto"
@@ -95,7 +103,7 @@ class CrossThoughtPretrainConfig:
     kept as given so a resumed run compares them; ``None``: the preset as registered."""
 
     def __post_init__(self) -> None:
-        check_range(self, "max_steps checkpoint_every num_nodes", 1)
+        check_range(self, "max_steps checkpoint_every num_nodes eval_every patience", 1)
         check_range(self, "max_minutes", 0, above=True)
         check_range(self, "seed", 0)
         check_choice(self, "precision", PRECISIONS)
@@ -111,59 +119,6 @@ class CrossThoughtPretrainConfig:
         if self.from_backbone is not None:
             preset = replace(preset, from_backbone=self.from_backbone)
         return apply_overrides(preset, self.overrides or ())
-
-
-class CrossThoughtPretrainModule(L.LightningModule):
-    """Minimises Eq. 9 of :class:`CrossThoughtObjective`; counts the real tokens it sees.
-
-    The loader stacks samples (:meth:`CrossThoughtCollator.stack`); the step masks them with
-    a generator seeded by ``(seed, step)``, drawing for the step's global batch
-    (:mod:`~ctxsent.objectives.global_batch`: DDP ranks mask as one process would), and
-    seeds dropout by ``(seed, step, rank)``.
-    """
-
-    def __init__(
-        self,
-        objective: CrossThoughtObjective,
-        preset: CrossThoughtPreset,
-        collator: CrossThoughtCollator,
-        seed: int = 0,
-    ) -> None:
-        super().__init__()
-        self.objective, self.preset, self.collator, self.seed = objective, preset, collator, seed
-        self.tokens_seen = 0
-        self.start_step = 0
-        self.last_loss = math.nan
-
-    def on_train_start(self) -> None:
-        self.start_step = self.global_step  # after a resume, the restored step
-
-    def training_step(self, batch, batch_idx):
-        step_seed = (self.seed * 1_000_003 + self.global_step) * 1_009
-        torch.manual_seed(step_seed + self.global_rank)  # dropout: the same after a resume
-        generator = torch.Generator(device=self.device).manual_seed(step_seed)
-        share = share_of(batch["input_ids"].shape, self.device)
-        loss = self.objective(self.collator.mask(batch, generator, share))
-        self.tokens_seen += int(batch["attention_mask"].sum())
-        self.last_loss = float(loss.detach())
-        self.log("train_loss", loss, prog_bar=True, batch_size=len(batch["input_ids"]))
-        return loss
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["tokens_seen"] = self.tokens_seen
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        self.tokens_seen = checkpoint.get("tokens_seen", 0)
-
-    def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(
-            decay_groups(self.objective.named_parameters(), weight_decay=0.01),
-            lr=self.preset.learning_rate,
-            betas=(0.9, 0.98),
-            eps=1e-6,
-        )
-        schedule = triangular_schedule(optimizer, self.preset.warmup_steps, self.preset.max_steps)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
 
 def pretrain_cross_thought(
@@ -184,11 +139,12 @@ def pretrain_cross_thought(
     L.seed_everything(config.seed, verbose=False)
     model = CrossThoughtModel.build(preset.model_config(config.backbone), seed=config.seed)
     check_cross_thought_data(data_summary, data, preset.sequence_length, model.tokenizer)
+    evaluator = config.eval and evaluator_from_spec(config.eval) or None
     if rank_zero_only.rank == 0:
         start_run(
             out,
             {**asdict(config), "data": data_identity(data_summary)},
-            state=("checkpoints", "model"),
+            state=("checkpoints", "model", "best.json"),
             may_change=("max_minutes", "max_steps"),
             overwrite=overwrite,
         )
@@ -196,36 +152,46 @@ def pretrain_cross_thought(
     samples = ConsecutiveSequences(chunks, preset.sequences_per_sample)
     batches = StreamBatches(len(samples), preset.batch_size, config.seed, preset.max_steps)
     collator = collator_for(model, preset, config.seed)
-    loader = DataLoader(samples, batch_sampler=batches, collate_fn=collator.stack)
-    module = CrossThoughtPretrainModule(CrossThoughtObjective(model), preset, collator, config.seed)
-    trainer = build_trainer(
+    evaluated = CrossThoughtRanker(model) if (config.eval or "").startswith("as2:") else model
+    evaluation = pretraining_evaluation(
+        config, evaluator, evaluated, out, lambda: model.save_pretrained(out / "model")
+    )
+    trained = train_objective(
+        CrossThoughtObjective(model, collator),
+        DataLoader(samples, batch_sampler=batches, collate_fn=collator.stack),
         out,
         config,
+        OptimizerSettings(  # RoBERTa's AdamW
+            preset.learning_rate,
+            weight_decay=0.01,
+            betas=(0.9, 0.98),
+            eps=1e-6,
+            warmup_steps=preset.warmup_steps,
+            total_steps=preset.max_steps,
+        ),
+        seed=config.seed,
         max_steps=preset.max_steps,
         max_minutes=config.max_minutes,
-        gradient_clip_val=1.0,
+        max_grad_norm=1.0,
         checkpoint_every=config.checkpoint_every,
-        callbacks=[FollowTrainer(batches)],
+        evaluation=evaluation,
     )
-    model.train()
-    start = time.perf_counter()
-    fit(trainer, module, out, loader)
-    seconds = time.perf_counter() - start
-    trainer.save_checkpoint(last_checkpoint(out))
     summary = {
         "preset": asdict(preset),
         "config": asdict(config),
         "data": str(data),
-        "steps": trainer.global_step,
-        "steps_this_run": trainer.global_step - module.start_step,
-        "tokens_seen": module.tokens_seen,
+        "steps": trained.steps,
+        "steps_this_run": trained.steps_this_run,
+        "tokens_seen": trained.module.tokens_seen,
         "corpus_sequences": data_summary["sequences"],
         "corpus_tokens": data_summary["tokens"],
-        "seconds_this_run": round(seconds, 1),
-        "last_loss": module.last_loss,
+        "seconds_this_run": round(trained.seconds, 1),
+        "last_loss": trained.metrics.get("train_loss", math.nan),
+        "best": trained.best or None,
     }
-    if trainer.is_global_zero:
-        model.save_pretrained(out / "model")
+    if trained.is_global_zero:
+        if evaluation is None:  # else OUT/model holds the best evaluation's
+            model.save_pretrained(out / "model")
         with atomic_write(out / "summary.json") as handle:
             json.dump(summary, handle, indent=2)
         finish_run(out, summary)
@@ -263,62 +229,51 @@ class CrossThoughtFineTuneConfig:
 EMBED_CHUNK = 32
 
 
-class _StepLossModule(L.LightningModule):
-    """Cross-Thought fine-tuning on the one trainer: step ``k``'s loss is ``step_loss(k, rng)``
-    (the step draws its own questions or pairs from ``rng``), AdamW without weight decay and
-    the triangular schedule; ``evaluate(step)`` (the dev score, logged as ``dev``) runs every
-    ``eval_every`` steps and after the last."""
+class _SampledSteps(nn.Module):
+    """Eq. 10 / Eq. 11 fine-tuning as an objective of the engine: each step's loss is
+    ``step_loss(rng)``, the step drawing its own questions or pairs from one generator."""
 
     def __init__(
-        self,
-        network: nn.Module,
-        config: CrossThoughtFineTuneConfig,
-        step_loss: Callable[[int, np.random.Generator], torch.Tensor],
-        evaluate: Callable[[int], float],
+        self, network: nn.Module, step_loss: Callable[[np.random.Generator], torch.Tensor], seed
     ) -> None:
         super().__init__()
-        self.network, self.config = network, config
-        self.step_loss, self.evaluate = step_loss, evaluate
-        self.rng = np.random.default_rng(config.seed)
+        self.network, self.step_loss = network, step_loss
+        self.rng = np.random.default_rng(seed)
 
-    def training_step(self, step, batch_idx):
-        loss = self.step_loss(int(step), self.rng)
-        self.log("train_loss", loss, prog_bar=True, batch_size=1)
-        return loss
-
-    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
-        step = self.global_step
-        if step % self.config.eval_every == 0 or step == self.config.max_steps:
-            self.log("dev", self.evaluate(step), prog_bar=True)
-
-    def configure_optimizers(self):
-        config = self.config
-        optimizer = torch.optim.AdamW(
-            self.network.parameters(), lr=config.learning_rate, weight_decay=0.0
-        )
-        warmup = int(config.warmup_ratio * config.max_steps)
-        schedule = triangular_schedule(optimizer, warmup, config.max_steps)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+    def forward(self, step, generator=None) -> dict[str, torch.Tensor]:
+        return {"loss": self.step_loss(self.rng)}
 
 
 def _optimise(
     network: nn.Module,
     config: CrossThoughtFineTuneConfig,
     out: Path,
-    step_loss: Callable[[int, np.random.Generator], torch.Tensor],
-    evaluate: Callable[[int], float],
-) -> None:
-    """Train ``network`` for ``config.max_steps`` steps (:class:`_StepLossModule`) on one
-    device of the one trainer (:mod:`~ctxsent.training.engine`): the run's precision,
-    gradients clipped at 1.0, logs in ``out/logs``. The step draws its batch from one
-    generator, so several processes would train on the same batches: one device, and a
-    rerun starts again (the runs are minutes long) rather than resuming."""
-    placement = Placement(config.precision, config.accelerator)
-    trainer = build_trainer(
-        out, placement, max_steps=config.max_steps, gradient_clip_val=1.0, checkpoints=False
+    step_loss: Callable[[np.random.Generator], torch.Tensor],
+    evaluation: Evaluation,
+) -> dict:
+    """Train ``network`` for ``config.max_steps`` steps on the engine
+    (:mod:`~ctxsent.training.engine`): AdamW without weight decay, the triangular schedule,
+    gradients clipped at 1.0, the run's precision, logs in ``out/logs``; ``evaluation`` before
+    the first step, every ``eval_every`` steps and after the last. Returns the best
+    evaluation. The steps draw their batches from one generator, so several processes
+    would train on the same batches: one device, and a rerun starts again (the runs are
+    minutes long) rather than resuming."""
+    trained = train_objective(
+        _SampledSteps(network, step_loss, config.seed),
+        DataLoader(range(config.max_steps), batch_size=None),
+        out,
+        Placement(config.precision, config.accelerator),
+        OptimizerSettings(
+            config.learning_rate, warmup_ratio=config.warmup_ratio, total_steps=config.max_steps
+        ),
+        seed=config.seed,
+        max_steps=config.max_steps,
+        max_grad_norm=1.0,
+        evaluation=evaluation,
+        checkpoints=False,
+        seeded_steps=False,
     )
-    steps = DataLoader(range(1, config.max_steps + 1), batch_size=None)
-    trainer.fit(_StepLossModule(network, config, step_loss, evaluate), steps)
+    return trained.best
 
 
 def answer_selection_loss(
@@ -347,10 +302,8 @@ def finetune_answer_selection(
     if not dev:
         raise InputError("no dev question has both positive and negative candidates", field="dev")
     ranker = CrossThoughtRanker(model)
-    best: dict = {"map": -math.inf}
 
-    def step_loss(step: int, rng: np.random.Generator) -> torch.Tensor:
-        model.train()
+    def step_loss(rng: np.random.Generator) -> torch.Tensor:
         chosen = rng.choice(len(groups), min(config.batch_size, len(groups)), replace=False)
         questions, candidate_lists = [], []
         for index in chosen:
@@ -377,18 +330,14 @@ def finetune_answer_selection(
             )
         return torch.stack(losses).mean()
 
-    def evaluate(step: int) -> float:
-        ranker.clear_cache()
-        scores = ranker.predict(dev)
-        metrics = as2_metrics([r.question_id for r in dev], [r.label for r in dev], scores)
-        if metrics["map"] > best["map"]:
-            best.update(metrics, step=step)
-            ranker.save_pretrained(out / "model")
-        return metrics["map"]
+    def keep_best(metrics: dict, step: int) -> None:
+        ranker.save_pretrained(out / "model")
 
-    evaluate(0)
-    _optimise(model, config, out, step_loss, evaluate)
-    ranker.clear_cache()
+    evaluation = Evaluation(
+        As2Evaluator(dev), ranker, config.eval_every, on_best=keep_best, at_start=True
+    )
+    found = _optimise(model, config, out, step_loss, evaluation)
+    best = {**found["metrics"], "step": found["step"]}
     summary = {"best_dev": best, "train": asdict(config)}
     with atomic_write(out / "best.json") as handle:
         json.dump(summary, handle, indent=2)
@@ -434,6 +383,19 @@ def pair_metrics(labels: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
     return metrics
 
 
+class PairAccuracy:
+    """The Eq. 11 classifier's :class:`~ctxsent.protocols.Evaluator` on labelled ``pairs``:
+    accuracy (primary) and, for two classes, F1 (:func:`pair_metrics`)."""
+
+    primary_metric = "acc"
+
+    def __init__(self, pairs: Pairs) -> None:
+        self.pairs = pairs
+
+    def __call__(self, classifier: PairClassifier) -> dict[str, float]:
+        return pair_metrics(self.pairs.labels, classifier.predict(self.pairs))
+
+
 def finetune_pair_classifier(
     model: CrossThoughtModel,
     train: Pairs,
@@ -449,26 +411,21 @@ def finetune_pair_classifier(
     torch.manual_seed(config.seed)
     classifier = PairClassifier(model, classes)
     labels = torch.as_tensor(train.labels, dtype=torch.long)
-    best: dict = {"dev": {"acc": -math.inf}}
     best_state: dict = {}
 
-    def step_loss(step: int, rng: np.random.Generator) -> torch.Tensor:
-        classifier.train()
+    def step_loss(rng: np.random.Generator) -> torch.Tensor:
         rows = rng.choice(len(train), min(config.batch_size, len(train)), replace=False)
         logits = classifier([train.first[i] for i in rows], [train.second[i] for i in rows])
         return nn.functional.cross_entropy(logits, labels[rows])
 
-    def evaluate(step: int) -> float:
-        dev_metrics = pair_metrics(dev.labels, classifier.predict(dev))
-        if dev_metrics["acc"] > best["dev"]["acc"]:
-            best.update(step=step, dev=dev_metrics)
-            best_state.update(copy.deepcopy(classifier.state_dict()))
-        return dev_metrics["acc"]
+    def keep_best(metrics: dict, step: int) -> None:
+        best_state.update(copy.deepcopy(classifier.state_dict()))
 
-    _optimise(classifier, config, out, step_loss, evaluate)
+    evaluation = Evaluation(PairAccuracy(dev), classifier, config.eval_every, on_best=keep_best)
+    found = _optimise(classifier, config, out, step_loss, evaluation)
     classifier.load_state_dict(best_state)
-    best["test"] = pair_metrics(test.labels, classifier.predict(test))
-    return {**best, "train": asdict(config)}
+    test = pair_metrics(test.labels, classifier.predict(test))
+    return {"step": found["step"], "dev": found["metrics"], "test": test, "train": asdict(config)}
 
 
 def finetune_cross_thought(

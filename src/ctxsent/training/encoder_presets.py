@@ -53,6 +53,11 @@ class EncoderPretrainConfig:
     max_steps: int | None = None
     max_minutes: float | None = None
     checkpoint_every: int = 500
+    #: evaluator during training (:mod:`ctxsent.evaluation.specs`): dev metrics, the best
+    #: model kept, early stopping after ``patience`` evaluations without a better one
+    eval: str | None = None
+    eval_every: int | None = None  # steps between evaluations; None: every checkpoint
+    patience: int | None = None
     seed: int = 0
     precision: str = "fp32"
     accelerator: str = "auto"
@@ -77,7 +82,7 @@ class EncoderPretrainConfig:
     def __post_init__(self) -> None:
         check_range(self, "vocab_size embedding_dim max_length max_sentences batch_size", 1)
         check_range(self, "epochs max_steps checkpoint_every hidden_size ffn_size heads", 1)
-        check_range(self, "target_length num_nodes", 1)
+        check_range(self, "target_length num_nodes eval_every patience", 1)
         check_range(self, "learning_rate max_grad_norm max_minutes", 0, above=True)
         check_range(self, "expand_vocabulary seed", 0)
         check_range(self, "dropout", 0, 1, below=True)

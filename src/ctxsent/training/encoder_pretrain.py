@@ -22,7 +22,6 @@ decoder) and ``train.json`` (steps, loss, speed).
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -33,6 +32,7 @@ from lightning.fabric.utilities.rank_zero import rank_zero_only
 from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError
+from ctxsent.evaluation.specs import evaluator_from_spec
 from ctxsent.io import atomic_write, check_output
 from ctxsent.models.bag_of_words import WordVectors
 from ctxsent.models.mean_max_aae import MeanMaxAaeConfig, MeanMaxAaeEncoder
@@ -58,30 +58,11 @@ from ctxsent.objectives.reconstruct import (
 )
 from ctxsent.text.vocabulary import Vocabulary
 from ctxsent.training.encoder_presets import GLOVE_PACKAGE, EncoderPretrainConfig
-from ctxsent.training.engine import build_trainer, fit, last_checkpoint
+from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation, train_objective
 from ctxsent.training.runs import finish_run, start_run
-from ctxsent.training.sampling import FollowTrainer, StreamBatches
+from ctxsent.training.sampling import StreamBatches
 
 LIMITS = ("max_steps", "max_minutes")  # may change when a run is resumed
-
-
-class EncoderPretrainModule(L.LightningModule):
-    """Runs an objective (encoder + decoder + loss) with Adam."""
-
-    def __init__(self, objective: torch.nn.Module, config: EncoderPretrainConfig) -> None:
-        super().__init__()
-        self.objective, self.config = objective, config
-
-    def training_step(self, batch, batch_idx):
-        step_seed = self.config.seed * 1_000_003 + self.global_step
-        torch.manual_seed(step_seed + 7_919 * self.global_rank)  # dropout: as if not resumed
-        loss = self.objective(batch)
-        self.log("train_loss", loss, prog_bar=True, batch_size=len(batch["input_ids"]))
-        return loss
-
-    def configure_optimizers(self):
-        parameters = [p for p in self.objective.parameters() if p.requires_grad]
-        return torch.optim.Adam(parameters, lr=self.config.learning_rate)
 
 
 def load_word_vectors(config: EncoderPretrainConfig) -> WordVectors | None:
@@ -190,10 +171,11 @@ def pretrain_encoder(
     rows, data_summary = load_pretrain_data(data, "encoder")
     check_encoder_data(data_summary, data, config.vocab_size, config.max_sentences)
     check_output(out / "encoder", encoder_class(config).kind, overwrite)
+    evaluator = config.eval and evaluator_from_spec(config.eval, ("senteval", "squad")) or None
     if rank_zero_only.rank == 0:
         settings = {**asdict(config), "data": data_identity(data_summary)}
         start_run(
-            out, settings, state=("checkpoints", "encoder"), may_change=LIMITS,
+            out, settings, state=("checkpoints", "encoder", "best.json"), may_change=LIMITS,
             overwrite=overwrite,
         )  # fmt: skip
     L.seed_everything(config.seed, verbose=False)
@@ -215,41 +197,43 @@ def pretrain_encoder(
     batches = StreamBatches(
         len(dataset), config.batch_size, config.seed, total, lengths=dataset.input_lengths()
     )
-    loader = DataLoader(dataset, batch_sampler=batches, collate_fn=collate)
-    module = EncoderPretrainModule(objective, config)
-    trainer = build_trainer(
+
+    def save() -> int:
+        return export_encoder(objective.encoder, vectors, config, out / "encoder")
+
+    evaluation = pretraining_evaluation(config, evaluator, objective.encoder, out, save)
+    trained = train_objective(
+        objective,
+        DataLoader(dataset, batch_sampler=batches, collate_fn=collate),
         out,
         config,
+        OptimizerSettings(config.learning_rate, schedule="constant"),  # Adam
+        seed=config.seed,
         max_steps=total,
         max_minutes=config.max_minutes,
-        gradient_clip_val=config.max_grad_norm,
+        max_grad_norm=config.max_grad_norm,
         checkpoint_every=config.checkpoint_every,
-        callbacks=[FollowTrainer(batches)],
-        refresh_rate=20,
+        evaluation=evaluation,
     )
-    started = time.perf_counter()
-    resumed = fit(trainer, module, out, loader)
-    seconds = time.perf_counter() - started
-    trainer.save_checkpoint(last_checkpoint(out))
     saved_words = None
-    if trainer.is_global_zero:
-        saved_words = export_encoder(objective.encoder, vectors, config, out / "encoder")
-    steps = trainer.global_step
-    loss = trainer.callback_metrics.get("train_loss")
+    if trained.is_global_zero and evaluation is None:  # else OUT/encoder is the best's
+        saved_words = save()
+    steps = trained.steps
     summary = {
         "steps": steps,
         "examples": len(dataset),
         "sentences_seen": steps * config.batch_size,
-        "train_loss": None if loss is None else float(loss),
-        "fit_seconds": round(seconds, 1),
-        "resumed": resumed,
+        "train_loss": trained.metrics.get("train_loss"),
+        "fit_seconds": round(trained.seconds, 1),
+        "resumed": trained.resumed,
         "vocabulary": len(vocabulary),
         "saved_vocabulary": saved_words,
+        "best": trained.best or None,
         "encoder_dim": objective.encoder.dim,
         "config": json.loads(json.dumps(asdict(config))),
         "data": str(data),
     }
-    if trainer.is_global_zero:
+    if trained.is_global_zero:
         with atomic_write(out / "train.json") as handle:
             json.dump(summary, handle, indent=2)
         finish_run(out, summary, model="encoder")

@@ -1,35 +1,60 @@
-"""The one Lightning ``Trainer`` every training run uses: AS2 fine-tuning, SSP, Cross-Thought,
-RNN-CNN and Mean-Max AAE pre-training, Cross-Thought's Eq. 10 / Eq. 11 fine-tuning.
+"""The one training engine: every objective of the toolkit trains through
+:func:`train_objective`.
 
-Each objective brings its LightningModule, loaders and run config; what the run trains on is
-decided here once, from the config's :class:`RunPlacement` fields:
+An objective is an ``nn.Module`` whose ``objective(batch, generator)`` returns a dict of
+named losses: ``loss`` (what is minimised: a joint objective's config-weighted sum) and its
+parts (``mlm``, ``ssp``, ``rtd``, ...), plus any metric worth logging. One LightningModule,
+:class:`ObjectiveModule`, runs every one of them:
+
+* AdamW over BERT's weight-decay groups, fresh heads at their own learning rate, and the
+  triangular schedule or a constant rate (:class:`OptimizerSettings`, :mod:`.optim`);
+* dropout and every random draw of a step seeded by ``(seed, step)`` (the objective's
+  ``generator``), so a run resumed from its checkpoint, or split over DDP ranks
+  (:mod:`~ctxsent.objectives.global_batch`), trains as one uninterrupted process would;
+* an :class:`Evaluation`: an :class:`~ctxsent.protocols.Evaluator` called every ``every``
+  steps, logged as ``dev_<metric>``; its primary metric drives early stopping and keeps the
+  best model (``on_best``).
+
+:func:`build_trainer` makes the one Lightning ``Trainer``:
 
 * precision (:func:`~ctxsent.models.precision.lightning_precision`: ``auto`` is bf16 where
-  the hardware has it), accelerator, devices, strategy (DDP, FSDP) and number of nodes;
+  the hardware has it), accelerator, devices, strategy (DDP, FSDP) and number of nodes,
+  from the config's :class:`RunPlacement` fields;
 * a checkpoint in ``OUT/checkpoints`` after every evaluation, or every
-  ``checkpoint_every`` steps (:func:`newest_checkpoint`), and :func:`fit` resumes from it;
+  ``checkpoint_every`` steps (:func:`newest_checkpoint`), and :func:`train_objective` resumes
+  from it;
 * a CSV log in ``OUT/logs``, and TensorBoard's in ``OUT/tensorboard`` when ``tensorboard``
   is installed; progress bars on stderr (:class:`~ctxsent.training.progress.StderrProgressBar`).
 
 The samplers shard every step's global batch over the ranks themselves
-(:mod:`~ctxsent.training.sampling`), so Lightning's distributed sampler stays off and a
+(:mod:`~ctxsent.training.sampling`; :class:`~ctxsent.training.sampling.FollowTrainer`
+keeps them at the trainer's step), so Lightning's distributed sampler stays off and a
 run's batches do not depend on the number of processes.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
-from dataclasses import dataclass
+import json
+import math
+import time
+import warnings
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
+from torch import nn
+from torch.utils.data import DataLoader
 
+from ctxsent.io import atomic_write
 from ctxsent.models.precision import lightning_precision
+from ctxsent.protocols import Evaluator
 from ctxsent.training.progress import StderrProgressBar
+from ctxsent.training.sampling import FollowTrainer
 
 
 class RunPlacement(Protocol):
@@ -53,6 +78,200 @@ class Placement:
     num_nodes: int = 1
 
 
+# ---- optimisation ------------------------------------------------------------------------------
+def triangular(step: int, warmup: int, total: int) -> float:
+    """Learning-rate factor of the triangular schedule (Smith 2017), as the SSP and Cascade
+    papers use: a linear ramp over ``warmup`` steps, then linear decay to 0 at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def no_weight_decay(name: str, parameter: nn.Parameter) -> bool:
+    """Biases and normalisation weights are not decayed (BERT's recipe)."""
+    return parameter.ndim < 2 or "norm" in name.lower()
+
+
+def decay_groups(
+    named_parameters: Iterable[tuple[str, nn.Parameter]],
+    weight_decay: float,
+    heads: Collection[str] = (),
+    head_lr: float | None = None,
+) -> list[dict]:
+    """AdamW parameter groups of the trainable parameters: ``weight_decay`` for weights, 0
+    for biases and norms; those named in ``heads`` (fresh scoring heads) get their own
+    groups with learning rate ``head_lr``, the others use the optimizer's."""
+    groups: dict[tuple[bool, bool], list[nn.Parameter]] = {}
+    for name, parameter in named_parameters:
+        if parameter.requires_grad:
+            key = (name in heads, no_weight_decay(name, parameter))
+            groups.setdefault(key, []).append(parameter)
+    return [
+        {
+            "params": params,
+            "weight_decay": 0.0 if no_decay else weight_decay,
+            **({"lr": head_lr} if head and head_lr is not None else {}),
+        }
+        for (head, no_decay), params in sorted(groups.items())
+    ]
+
+
+@dataclass(frozen=True)
+class OptimizerSettings:
+    """AdamW over :func:`decay_groups`, with the :func:`triangular` schedule over
+    ``total_steps`` (``None``: the steps the trainer will take) after ``warmup_steps`` (or
+    ``warmup_ratio`` of them), or a constant rate (``schedule="constant"``; with weight
+    decay 0, AdamW is Adam). ``heads`` (parameter names under the objective) learn at
+    ``head_lr_scale`` times the rate."""
+
+    learning_rate: float
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    schedule: str = "triangular"
+    warmup_steps: int = 0
+    warmup_ratio: float = 0.0
+    total_steps: int | None = None
+    heads: frozenset[str] = frozenset()
+    head_lr_scale: float = 1.0
+
+    def build(self, named_parameters: Iterable[tuple[str, nn.Parameter]], estimated_steps: int):
+        """Lightning's ``configure_optimizers`` answer for these parameters."""
+        lr = self.learning_rate
+        groups = decay_groups(
+            named_parameters, self.weight_decay, self.heads, lr * self.head_lr_scale
+        )
+        optimizer = torch.optim.AdamW(groups, lr=lr, betas=self.betas, eps=self.eps)
+        if self.schedule == "constant":
+            return optimizer
+        total = self.total_steps or max(1, estimated_steps)
+        warmup = self.warmup_steps or int(self.warmup_ratio * total)
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: triangular(step, warmup, total)
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+
+# ---- the one LightningModule -------------------------------------------------------------------
+@dataclass
+class Evaluation:
+    """Evaluate ``model`` with ``evaluator`` every ``every`` steps (and before the first
+    with ``at_start``); stop after ``patience`` evaluations without a better primary metric;
+    ``on_best(metrics, step)`` runs on the first process whenever the primary metric improves
+    (e.g. saving the best model)."""
+
+    evaluator: Evaluator
+    model: Any
+    every: int
+    patience: int | None = None
+    on_best: Callable[[dict, int], None] | None = None
+    at_start: bool = False
+
+    @property
+    def monitor(self) -> str:
+        return f"dev_{self.evaluator.primary_metric}"
+
+
+def pretraining_evaluation(
+    config, evaluator: Evaluator | None, model: Any, out: Path, save: Callable[[], None]
+) -> Evaluation | None:
+    """The :class:`Evaluation` of a pre-training run whose ``config`` has ``eval_every``
+    (``None``: every ``checkpoint_every`` steps) and ``patience``: each better primary
+    metric calls ``save`` (the model folder) and writes ``OUT/best.json`` (step, metrics)."""
+    if evaluator is None:
+        return None
+
+    def keep_best(metrics: dict, step: int) -> None:
+        save()
+        with atomic_write(Path(out) / "best.json") as handle:
+            json.dump({"step": step, "dev": metrics}, handle, indent=2)
+
+    every = config.eval_every or config.checkpoint_every
+    return Evaluation(evaluator, model, every, config.patience, keep_best)
+
+
+# A run without an Evaluation has no validation loader: nothing to warn about.
+warnings.filterwarnings("ignore", "You defined a `validation_step` but have no `val_dataloader`")
+
+
+class ObjectiveModule(L.LightningModule):
+    """Trains any objective (module docstring): ``objective(batch, generator)`` returns
+    ``{"loss": ..., part: ...}``; ``loss`` is logged as ``train_loss``, the rest by name,
+    except ``tokens`` (real tokens in the batch), which is counted into ``tokens_seen``.
+
+    With ``seeded_steps`` (pre-training), step ``k`` seeds dropout with ``(seed, k, rank)`` and
+    hands the objective a generator seeded with ``(seed, k)`` for its draws (the same on every
+    rank: :mod:`~ctxsent.objectives.global_batch`). Without (AS2 fine-tuning, whose published
+    results were trained so), dropout follows the global RNG, whose state every checkpoint
+    keeps, and the generator is ``None``.
+    """
+
+    def __init__(
+        self,
+        objective: nn.Module,
+        optimizer: OptimizerSettings,
+        seed: int,
+        evaluation: Evaluation | None = None,
+        seeded_steps: bool = True,
+    ) -> None:
+        super().__init__()
+        self.objective, self.optimizer_settings, self.seed = objective, optimizer, seed
+        self.evaluation, self.seeded_steps = evaluation, seeded_steps
+        self.best: dict = {}
+        self.tokens_seen = 0
+        self.start_step = 0
+
+    def training_step(self, batch, batch_idx):
+        generator = None
+        if self.seeded_steps:
+            step_seed = self.seed * 1_000_003 + self.global_step
+            torch.manual_seed(step_seed + 7_919 * self.global_rank)
+            generator = torch.Generator(device=self.device).manual_seed(step_seed)
+        losses = self.objective(batch, generator)
+        self.tokens_seen += int(losses.pop("tokens", 0))
+        logged = {"train_loss" if name == "loss" else name: value for name, value in losses.items()}
+        self.log_dict(logged, prog_bar=True, batch_size=1)
+        return losses["loss"]
+
+    def on_train_start(self) -> None:
+        self.start_step = self.global_step  # after a resume, the restored step
+        if self.evaluation is not None and self.evaluation.at_start and self.global_step == 0:
+            self._evaluated(self.evaluation.evaluator(self.evaluation.model))
+
+    def validation_step(self, batch, batch_idx):
+        metrics = self.evaluation.evaluator(self.evaluation.model)
+        self.log_dict({f"dev_{k}": float(v) for k, v in _numbers(metrics).items()}, batch_size=1)
+        self._evaluated(metrics)
+
+    def _evaluated(self, metrics: dict) -> None:
+        primary = metrics[self.evaluation.evaluator.primary_metric]
+        if primary > self.best.get("primary", -math.inf):
+            self.best = {"primary": primary, "step": self.global_step, "metrics": metrics}
+            if self.trainer.is_global_zero and self.evaluation.on_best is not None:
+                self.evaluation.on_best(metrics, self.global_step)
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["best"] = self.best
+        checkpoint["tokens_seen"] = self.tokens_seen
+        checkpoint["torch_rng_state"] = torch.get_rng_state()
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self.best = checkpoint.get("best", {})
+        self.tokens_seen = checkpoint.get("tokens_seen", 0)
+        if not self.seeded_steps and "torch_rng_state" in checkpoint:
+            torch.set_rng_state(checkpoint["torch_rng_state"])  # dropout goes on where it was
+
+    def configure_optimizers(self):
+        return self.optimizer_settings.build(
+            self.objective.named_parameters(), int(self.trainer.estimated_stepping_batches)
+        )
+
+
+def _numbers(metrics: dict) -> dict[str, float]:
+    return {k: v for k, v in metrics.items() if isinstance(v, int | float) and v is not None}
+
+
+# ---- the one trainer ---------------------------------------------------------------------------
 def device_type(accelerator: str) -> str:
     """``cuda`` when ``accelerator`` trains on a GPU (``auto`` with one present), else ``cpu``."""
     if accelerator in ("gpu", "cuda"):
@@ -144,10 +363,101 @@ def build_trainer(
     )
 
 
-def fit(trainer: L.Trainer, module: L.LightningModule, out_dir: Path, *loaders) -> bool:
-    """Train ``module`` on ``loaders`` (train, then optionally validation), resuming from
-    the run's checkpoint when it has one; returns whether it resumed."""
-    last = last_checkpoint(out_dir)
-    resumed = last.exists()
-    trainer.fit(module, *loaders, ckpt_path=str(last) if resumed else None)
-    return resumed
+@dataclass
+class Trained:
+    """What :func:`train_objective` did: the trainer's step, whether it resumed, the seconds this
+    process trained, the last logged values and the best evaluation (``{}`` without one)."""
+
+    trainer: L.Trainer
+    module: ObjectiveModule
+    resumed: bool
+    seconds: float
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> int:
+        return self.trainer.global_step
+
+    @property
+    def steps_this_run(self) -> int:
+        return self.trainer.global_step - self.module.start_step
+
+    @property
+    def best(self) -> dict:
+        return self.module.best
+
+    @property
+    def is_global_zero(self) -> bool:
+        return self.trainer.is_global_zero
+
+
+def train_objective(
+    objective: nn.Module,
+    loader: DataLoader,
+    out: Path,
+    placement: RunPlacement,
+    optimizer: OptimizerSettings,
+    *,
+    seed: int,
+    max_steps: int = -1,
+    max_epochs: int = -1,
+    max_minutes: float | None = None,
+    max_grad_norm: float | None = None,
+    checkpoint_every: int | None = None,
+    evaluation: Evaluation | None = None,
+    callbacks: Sequence[Callback] = (),
+    checkpoints: bool = True,
+    seeded_steps: bool = True,
+    strategy: str | None = None,
+    log_every_n_steps: int = 50,
+) -> Trained:
+    """Train ``objective`` on ``loader`` in the run folder ``out`` (:class:`ObjectiveModule`
+    on :func:`build_trainer`), resuming from ``OUT/checkpoints/last.ckpt`` when it exists.
+
+    A batch sampler that follows the trainer (:class:`~ctxsent.training.sampling.FollowTrainer`)
+    is kept at the trainer's rank, epoch and step. With an ``evaluation``, the run is
+    evaluated every ``evaluation.every`` steps and after the last (unless it stopped early),
+    and stops early on its primary metric. With ``checkpoints``, the final state is
+    checkpointed too, so a rerun with more steps goes on from it.
+    """
+    module = ObjectiveModule(objective, optimizer, seed, evaluation, seeded_steps)
+    extra: list[Callback] = list(callbacks)
+    if hasattr(loader.batch_sampler, "start_epoch"):
+        extra.insert(0, FollowTrainer(loader.batch_sampler))
+    evaluating = None
+    if evaluation is not None:
+        evaluating = DataLoader([0], batch_size=None)
+        if evaluation.patience is not None:
+            extra.append(
+                EarlyStopping(evaluation.monitor, mode="max", patience=evaluation.patience)
+            )
+    trainer = build_trainer(
+        out,
+        placement,
+        max_steps=max_steps,
+        max_epochs=max_epochs,
+        max_minutes=max_minutes,
+        gradient_clip_val=max_grad_norm,
+        eval_every=evaluation.every if evaluation is not None else None,
+        checkpoint_every=checkpoint_every,
+        callbacks=extra,
+        checkpoints=checkpoints,
+        strategy=strategy,
+        log_every_n_steps=log_every_n_steps,
+    )
+    last = last_checkpoint(out)
+    resumed = checkpoints and last.exists()
+    objective.train()  # HF loads models in eval mode, which would switch dropout off
+    started = time.perf_counter()
+    trainer.fit(module, loader, evaluating, ckpt_path=str(last) if resumed else None)
+    if (
+        evaluation is not None
+        and not trainer.should_stop
+        and trainer.global_step % evaluation.every
+    ):
+        trainer.validate(module, evaluating, verbose=False)
+    seconds = time.perf_counter() - started
+    if checkpoints:
+        trainer.save_checkpoint(last)
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    return Trained(trainer, module, resumed, seconds, metrics)

@@ -31,8 +31,8 @@ def batches_done_this_epoch(checkpoint: dict) -> int:
 class _EpochBatches(Sampler[list[int]]):
     """Batches that depend only on ``seed`` and the epoch, for resumable training.
 
-    The training module calls :meth:`set_epoch` at each epoch start (Lightning only sets
-    the epoch of a DataLoader's sampler, not of its batch sampler), so a resumed run sees
+    :class:`FollowTrainer` sets the epoch at each epoch start (Lightning only sets the
+    epoch of a DataLoader's sampler, not of its batch sampler), so a resumed run sees
     the same batches as an uninterrupted one; ``skip`` drops the batches of the current epoch
     already trained before a mid-epoch resume. A batch is a list of units (lists of
     indices kept together); under ``torch.distributed`` each rank gets its share of
@@ -55,6 +55,12 @@ class _EpochBatches(Sampler[list[int]]):
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
+
+    def start_epoch(self, trainer) -> None:
+        self.set_epoch(trainer.current_epoch)
+
+    def resume(self, checkpoint: dict) -> None:
+        self.skip = batches_done_this_epoch(checkpoint)
 
     def _batches(self, rng: np.random.Generator) -> list[list[list[int]]]:
         raise NotImplementedError
@@ -145,7 +151,7 @@ class StreamBatches(Sampler[list[int]]):
     would. Nothing the size of the data is held but one epoch's order (4 bytes a unit) and
     the lengths (2 bytes a unit): no list of all batches is ever built.
 
-    ``batch_size`` is the global batch: :meth:`shard` (the Lightning module calls it with
+    ``batch_size`` is the global batch: :meth:`shard` (:class:`FollowTrainer` calls it with
     the trainer's global rank and world size) makes each rank yield its own near-equal
     share of every batch, so the ranks' shares are disjoint and cover the batch.
     """
@@ -182,6 +188,12 @@ class StreamBatches(Sampler[list[int]]):
             )
         self.rank, self.world = rank, world
 
+    def start_epoch(self, trainer) -> None:
+        self.skip = trainer.global_step
+
+    def resume(self, checkpoint: dict) -> None:
+        self.skip = checkpoint["global_step"]
+
     def __len__(self) -> int:
         return max(0, self.total - self.skip)
 
@@ -212,22 +224,24 @@ class StreamBatches(Sampler[list[int]]):
 
 
 class FollowTrainer(Callback):
-    """Keeps a :class:`StreamBatches` at its trainer's rank and step.
+    """Keeps a batch sampler at its trainer's rank, epoch and step.
 
-    At setup it shards the stream by the trainer's global rank and world size; when a
-    checkpoint is restored, and whenever Lightning starts an epoch (after a resumed epoch
-    ends, Lightning may start another one before ``max_steps``), the stream's next batch
-    becomes the one of the trainer's global step.
+    At setup a :class:`StreamBatches` is sharded by the trainer's global rank and world size
+    (epoch batches shard themselves). When a checkpoint is restored, the sampler skips what
+    the run trained before (``resume``); whenever Lightning starts an epoch, the sampler
+    takes the trainer's epoch or, for a stream, its global step (after a resumed epoch ends,
+    Lightning may start another one before ``max_steps``).
     """
 
-    def __init__(self, batches: StreamBatches) -> None:
+    def __init__(self, batches: StreamBatches | _EpochBatches) -> None:
         self.batches = batches
 
     def setup(self, trainer, pl_module, stage: str) -> None:
-        self.batches.shard(trainer.global_rank, trainer.world_size)
+        if isinstance(self.batches, StreamBatches):
+            self.batches.shard(trainer.global_rank, trainer.world_size)
 
     def on_load_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
-        self.batches.skip = checkpoint["global_step"]
+        self.batches.resume(checkpoint)
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
-        self.batches.skip = trainer.global_step
+        self.batches.start_epoch(trainer)

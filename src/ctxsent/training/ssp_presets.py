@@ -40,6 +40,11 @@ class SspPretrainConfig:
     electra: ElectraSize | None = None  # set: ELECTRA from scratch instead of ``backbone``
     max_length: int = 128
     checkpoint_every: int = 200
+    #: evaluator during training (:mod:`ctxsent.evaluation.specs`): dev metrics, the best
+    #: model kept, early stopping after ``patience`` evaluations without a better one
+    eval: str | None = None
+    eval_every: int | None = None  # steps between evaluations; None: every checkpoint
+    patience: int | None = None
     precision: str = "auto"
     accelerator: str = "auto"
     devices: int | str = "auto"
@@ -61,7 +66,7 @@ class SspPretrainConfig:
         check_range(self, "mlm_weight ssp_weight rtd_weight warmup_steps weight_decay", 0)
         check_range(self, "seed heldout_examples", 0)
         check_range(self, "learning_rate head_lr_scale max_grad_norm", 0, above=True)
-        check_range(self, "batch_size max_steps checkpoint_every num_nodes", 1)
+        check_range(self, "batch_size max_steps checkpoint_every num_nodes eval_every patience", 1)
         check_range(self, "max_length", MIN_INPUT_LENGTH)
         check_range(self, "mlm_probability", 0, 1, above=True, below=True)
         check_choice(self, "precision", PRECISIONS)

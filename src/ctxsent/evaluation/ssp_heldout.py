@@ -8,13 +8,16 @@ that no training step drew: the run's batch stream depends only on its seed, bat
 size and step count (:class:`~ctxsent.training.sampling.StreamBatches`), so the
 examples it never visits are known exactly. Reported: accuracy, log-loss, the prior's
 log-loss on the same examples, and the ROC AUC (0.5: no ranking skill), all on the
-unmasked input that fine-tuning will see.
+unmasked input that fine-tuning will see. :class:`SspHeldoutEvaluator` gives the same
+numbers as an :class:`~ctxsent.protocols.Evaluator` (primary: AUC).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +27,8 @@ import torch.nn.functional as F
 from ctxsent.errors import InputError
 from ctxsent.objectives.ssp_data import example_lengths, load_ssp_dataset, ssp_batch
 from ctxsent.training.sampling import StreamBatches
+
+NO_HELDOUT = "no held-out examples: the run drew every example of its data"
 
 
 def unseen_indices(lengths, batch_size: int, seed: int, steps: int, count: int) -> list[int]:
@@ -49,17 +54,22 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float | None:
 
 @torch.inference_mode()
 def ssp_heldout_metrics(ranker, dataset, indices: list[int], batch_size: int = 64) -> dict:
-    """SSP accuracy, log-loss, prior log-loss and AUC of ``ranker``'s head on ``indices``."""
+    """SSP accuracy, log-loss, prior log-loss and AUC of ``ranker``'s head on ``indices``,
+    scored in eval mode; the ranker is left in the training mode it was in."""
     if not indices:
-        raise InputError("no held-out examples: the run drew every example of its data")
+        raise InputError(NO_HELDOUT)
+    was_training = ranker.training
     ranker.eval()
     pad_id = ranker.tokenizer.pad_token_id
     logits, labels = [], []
-    for start in range(0, len(indices), batch_size):
-        batch = ssp_batch(dataset, indices[start : start + batch_size], pad_id)
-        features = {k: v.to(ranker.device) for k, v in batch["features"].items()}
-        logits.append(ranker(features).float().cpu())
-        labels.append(batch["labels"])
+    try:
+        for start in range(0, len(indices), batch_size):
+            batch = ssp_batch(dataset, indices[start : start + batch_size], pad_id)
+            features = {k: v.to(ranker.device) for k, v in batch["features"].items()}
+            logits.append(ranker(features).float().cpu())
+            labels.append(batch["labels"])
+    finally:
+        ranker.train(was_training)
     logit, label = torch.cat(logits), torch.cat(labels)
     rate = float(label.mean())
     prior = -(rate * np.log(rate) + (1 - rate) * np.log(1 - rate)) if 0 < rate < 1 else 0.0
@@ -72,6 +82,28 @@ def ssp_heldout_metrics(ranker, dataset, indices: list[int], batch_size: int = 6
         "prior_log_loss": round(float(prior), 4),
         "auc": None if (auc := roc_auc(label.numpy(), logit.numpy())) is None else round(auc, 4),
     }
+
+
+class SspHeldoutEvaluator:
+    """The SSP :class:`~ctxsent.protocols.Evaluator`: ``evaluator(ranker)`` is
+    :func:`ssp_heldout_metrics` on ``indices`` of ``dataset`` as floats (an undefined AUC,
+    with one class only, is NaN). Primary: ROC AUC, which unlike accuracy does not sit at
+    the 0.80 of always answering "no" (4 negatives per positive, SSP paper section 4)."""
+
+    primary_metric = "auc"
+
+    def __init__(self, dataset, indices: Sequence[int], batch_size: int = 64) -> None:
+        if not indices:
+            raise InputError(NO_HELDOUT)
+        self.dataset = dataset
+        self.indices = list(indices)
+        self.batch_size = batch_size
+
+    def __call__(self, ranker) -> dict[str, float]:
+        metrics = ssp_heldout_metrics(ranker, self.dataset, self.indices, self.batch_size)
+        return {
+            name: math.nan if value is None else float(value) for name, value in metrics.items()
+        }
 
 
 def evaluate_run(run: str | Path, count: int = 1000, batch_size: int = 64) -> dict:

@@ -1,0 +1,134 @@
+"""AS2 fine-tuning objectives (SSP paper, appendix D; Cross-Thought Eq. 10): pointwise
+binary cross-entropy per (question, candidate[, context]) pair, or the listwise softmax over
+each question's candidates; a bi-encoder scores ``cos(q, a) / temperature``
+(:func:`bi_encoder_loss`). :class:`As2Objective` is what the training engine runs
+(:mod:`~ctxsent.training.engine`); :mod:`~ctxsent.training.as2_finetune` builds its batches.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from ctxsent.models.bi_encoder import BiEncoderRanker
+
+if TYPE_CHECKING:
+    from ctxsent.training.as2_finetune import As2TrainConfig, TrainableRanker
+
+
+def listwise_loss(
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    groups: torch.Tensor,
+    extra_negatives: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Mean over questions of -log(softmax mass on the question's correct candidates).
+
+    The softmax runs over each question's candidates in the batch (``groups`` holds
+    one question number per row): Cross-Thought's Eq. 10 on cross-encoder scores,
+    with every correct candidate counted. Unlike pointwise cross-entropy it is not
+    swamped by negatives when a question has hundreds of them (ASNQ, SQuAD-AS2).
+    Every question must have a correct candidate in the batch.
+
+    ``extra_negatives`` ``(questions, K)``, one row per question in the order of
+    ``torch.unique(groups)``, adds logits of more wrong candidates to each question's
+    softmax (``-inf`` where a row has fewer): :func:`in_batch_negative_logits`.
+    """
+    losses = []
+    for index, group in enumerate(torch.unique(groups)):
+        rows = groups == group
+        positives = rows & (labels > 0)
+        if not positives.any():
+            raise ValueError(f"question {int(group)} has no correct candidate in the batch")
+        candidates = logits[rows]
+        if extra_negatives is not None:
+            candidates = torch.cat([candidates, extra_negatives[index].to(candidates.dtype)])
+        losses.append(torch.logsumexp(candidates, 0) - torch.logsumexp(logits[positives], 0))
+    return torch.stack(losses).mean()
+
+
+def in_batch_negative_logits(
+    embeddings: torch.Tensor,
+    question_rows: torch.Tensor,
+    candidate_rows: torch.Tensor,
+    groups: torch.Tensor,
+) -> torch.Tensor:
+    """Cosines of each question with the other questions' candidates in its batch.
+
+    ``embeddings`` ``(texts, dim)`` are the batch's L2-normalised distinct texts; record
+    ``i`` asks text ``question_rows[i]`` about text ``candidate_rows[i]`` for question
+    ``groups[i]``. Returns ``(questions, candidate texts)`` in the order of
+    ``torch.unique(groups)``: the cosine of the question with every distinct candidate
+    text of the batch, ``-inf`` where that text is among the question's own candidates
+    (those count once, with their own label). The ``extra_negatives`` of
+    :func:`listwise_loss`, once divided by the temperature. Another question's candidate
+    can be a correct answer to this one too (two questions about one fact); such false
+    negatives are the known price of in-batch negatives.
+    """
+    questions, inverse = torch.unique(groups, return_inverse=True)
+    positions = torch.arange(len(groups), device=groups.device)
+    first = torch.full_like(questions, len(groups)).scatter_reduce(0, inverse, positions, "amin")
+    candidates = torch.unique(candidate_rows)
+    cosine = embeddings[question_rows[first]] @ embeddings[candidates].T
+    own = torch.zeros(cosine.shape, dtype=torch.bool, device=cosine.device)
+    own[inverse, torch.searchsorted(candidates, candidate_rows)] = True
+    return cosine.masked_fill(own, -math.inf)
+
+
+def bi_encoder_loss(
+    embeddings: torch.Tensor,
+    question_rows: torch.Tensor,
+    candidate_rows: torch.Tensor,
+    labels: torch.Tensor,
+    groups: torch.Tensor | None,
+    config: As2TrainConfig,
+) -> torch.Tensor:
+    """A bi-encoder's loss on a batch (see :func:`in_batch_negative_logits` for the inputs).
+
+    The logit of record ``i`` is ``cos(q_i, a_i) / config.temperature``. Pointwise: binary
+    cross-entropy of the logits. Listwise: :func:`listwise_loss` over each question's
+    candidates (Eq. 10 with cosine similarities), with :func:`in_batch_negative_logits`
+    as extra negatives when ``config.in_batch_negatives``.
+    """
+    q, a = embeddings[question_rows], embeddings[candidate_rows]
+    logits = (q * a).sum(dim=-1) / config.temperature
+    if config.loss == "pointwise":
+        return torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+    extra = None
+    if config.in_batch_negatives:
+        cosine = in_batch_negative_logits(embeddings, question_rows, candidate_rows, groups)
+        extra = cosine / config.temperature
+    return listwise_loss(logits, labels, groups, extra)
+
+
+class As2Objective(nn.Module):
+    """A ranker's AS2 loss on a batch ``(features, labels, record indices)``:
+    ``config.loss`` pointwise or listwise (``questions``: each training record's question
+    number), with a bi-encoder's cosine logits (:func:`bi_encoder_loss`)."""
+
+    def __init__(
+        self,
+        ranker: TrainableRanker,
+        config: As2TrainConfig,
+        questions: torch.Tensor | None = None,
+    ) -> None:
+        super().__init__()
+        self.model, self.config, self.questions = ranker, config, questions
+
+    def forward(self, batch, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+        features, labels, indices = batch
+        questions = None
+        if self.config.loss == "listwise":
+            questions = self.questions[indices.cpu()].to(labels.device)
+        if isinstance(self.model, BiEncoderRanker):
+            embeddings = self.model.embed_features(features)
+            rows = features["question_rows"], features["candidate_rows"]
+            loss = bi_encoder_loss(embeddings, *rows, labels, questions, self.config)
+        elif questions is not None:
+            loss = listwise_loss(self.model(features), labels, questions)
+        else:
+            loss = nn.functional.binary_cross_entropy_with_logits(self.model(features), labels)
+        return {"loss": loss}

@@ -1,0 +1,88 @@
+"""The SSP pre-training objective (SSP paper, section 6 and appendix C): ``mlm_weight * MLM +
+ssp_weight * SSP`` on a contextual cross-encoder, or, with an ELECTRA discriminator,
+``mlm_weight * generator MLM + rtd_weight * RTD + ssp_weight * SSP`` (1 / 50 / 1).
+
+SSP is the binary cross-entropy of the ranker's logit; the MLM loss projects only the masked
+positions (:mod:`~ctxsent.objectives.masking`) of the same masked input, as BERT does for
+NSP. Draws and means are those of the step's global batch
+(:mod:`~ctxsent.objectives.global_batch`), so DDP ranks train as one process. The MLM head
+(BERT's, decoder tied to the word embeddings) is new (all-MiniLM-L6-v2 ships none) and is
+dropped with the objective: only the ranker is saved.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ctxsent.models.cascade import CascadeRanker
+from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.objectives.electra import ElectraObjective
+from ctxsent.objectives.global_batch import global_mean, share_of
+from ctxsent.objectives.masking import (
+    MaskedWordHead,
+    mask_tokens,
+    maskable_positions,
+    masked_lm_loss,
+)
+
+
+class SspObjective(nn.Module):
+    """MLM + SSP (or, with ``electra``, generator MLM + RTD + SSP) on ``ranker``;
+    ``weights`` name each part's weight (``mlm``, ``ssp``, ``rtd``)."""
+
+    def __init__(
+        self,
+        ranker: CrossEncoderRanker | CascadeRanker,
+        weights: dict[str, float],
+        mlm_probability: float,
+        electra: ElectraObjective | None = None,
+    ) -> None:
+        super().__init__()
+        self.model, self.electra, self.weights = ranker, electra, weights
+        embeddings = ranker.model.get_input_embeddings()
+        self.mlm_head = MaskedWordHead(embeddings) if electra is None else None
+        self.mlm_probability = mlm_probability
+        tokenizer = ranker.tokenizer
+        self.special_ids = [tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id]
+        self.mask_id = tokenizer.mask_token_id
+        self.vocab_size = embeddings.weight.shape[0]
+
+    def forward(self, batch: dict, generator: torch.Generator | None = None) -> dict:
+        """``loss``, its parts (``mlm``, ``ssp``, ELECTRA's ``rtd``) and the SSP ``accuracy``."""
+        features, labels = batch["features"], batch["labels"]
+        ids, attention = features["input_ids"], features["attention_mask"]
+        share = share_of(ids.shape, ids.device)
+        maskable = maskable_positions(ids, attention, self.special_ids)
+        masked, mlm_labels = mask_tokens(
+            ids, maskable, self.mask_id, self.vocab_size, self.mlm_probability, generator, share
+        )
+        if self.electra is None:
+            parts, logits = self._masked_lm(features, masked, mlm_labels)
+        else:
+            parts, logits = self.electra(
+                self.model.model, features, masked, mlm_labels, generator, share
+            )
+        ssp = F.binary_cross_entropy_with_logits(logits, labels, reduction="sum")
+        parts["ssp"] = global_mean(ssp, len(labels))
+        return {
+            "loss": sum(self.weights[name] * part for name, part in parts.items()),
+            **{name: part.detach() for name, part in parts.items()},
+            "accuracy": ((logits > 0) == (labels > 0.5)).float().mean(),
+        }
+
+    def _masked_lm(self, features: dict, masked: torch.Tensor, mlm_labels: torch.Tensor):
+        """BERT-style: ``({"mlm": ...}, ssp_logits)`` from one pass over the masked input."""
+        inputs = {
+            "input_ids": masked,
+            "token_type_ids": features["token_type_ids"],
+            "attention_mask": features["attention_mask"],
+        }
+        if isinstance(self.model, CascadeRanker):  # readout "mean"
+            hidden = self.model.model(**inputs).last_hidden_state
+            logits = self.model.exit_logits(-1, hidden, features["attention_mask"])
+        else:
+            out = self.model.model(**inputs, output_hidden_states=True)
+            hidden, logits = out.hidden_states[-1], out.logits[:, 0]
+        return {"mlm": masked_lm_loss(hidden, mlm_labels, self.mlm_head)}, logits.float()

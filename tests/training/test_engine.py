@@ -1,0 +1,106 @@
+"""The one training engine: early stopping on an evaluator's primary metric, the best model
+kept, named losses logged, tokens counted, a resumed run going on from its checkpoint."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from ctxsent.training.engine import Evaluation, OptimizerSettings, Placement, train_objective
+
+
+class Toy(torch.nn.Module):
+    """A one-weight objective: ``loss`` its square, a named part and a token count."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.tensor([3.0]))
+
+    def forward(self, batch, generator=None) -> dict:
+        loss = (self.weight**2).sum()
+        return {"loss": loss, "half": loss.detach() / 2, "tokens": torch.tensor(5)}
+
+
+class Scripted:
+    """An evaluator whose primary metric follows a script, one value per call."""
+
+    primary_metric = "score"
+
+    def __init__(self, scores: list[float]) -> None:
+        self.scores, self.calls = scores, 0
+
+    def __call__(self, model) -> dict:
+        self.calls += 1
+        return {"score": self.scores[self.calls - 1], "calls": float(self.calls)}
+
+
+PLACEMENT = Placement(precision="fp32", accelerator="cpu")
+
+
+def _train(out, evaluation=None, steps=20):
+    return train_objective(
+        Toy(),
+        DataLoader(range(steps), batch_size=None),
+        out,
+        PLACEMENT,
+        OptimizerSettings(0.1, schedule="constant"),
+        seed=0,
+        max_steps=steps,
+        evaluation=evaluation,
+        log_every_n_steps=1,
+    )
+
+
+def test_stops_after_patience_evaluations_without_a_better_primary_metric(tmp_path):
+    saved: list[int] = []
+    evaluator = Scripted([0.1, 0.5, 0.3, 0.2, 0.9, 0.9])
+    evaluation = Evaluation(
+        evaluator, None, every=2, patience=2, on_best=lambda m, s: saved.append(s)
+    )
+    trained = _train(tmp_path / "run", evaluation)
+    assert evaluator.calls == 4 and trained.steps == 8  # 0.3 and 0.2 after 0.5: stop
+    assert saved == [2, 4]
+    assert trained.best["step"] == 4 and trained.best["metrics"]["score"] == 0.5
+    assert trained.metrics["dev_score"] == pytest.approx(0.2) and trained.metrics["dev_calls"] == 4
+
+
+def test_evaluates_after_the_last_step_and_at_the_start_when_asked(tmp_path):
+    evaluator = Scripted([0.0, 0.1, 0.2, 0.3])
+    evaluation = Evaluation(evaluator, None, every=4, at_start=True)
+    trained = _train(tmp_path / "run", evaluation, steps=10)
+    assert evaluator.calls == 4  # before step 1, after 4, after 8, after the last (10)
+    assert trained.best["step"] == 10 and trained.steps == 10
+
+
+def test_logs_named_losses_counts_tokens_and_resumes(tmp_path):
+    out = tmp_path / "run"
+    first = _train(out, steps=3)
+    assert not first.resumed and first.module.tokens_seen == 15
+    assert first.metrics["half"] == pytest.approx(first.metrics["train_loss"] / 2)
+    more = _train(out, steps=5)  # the same folder, more steps: goes on from step 3
+    assert more.resumed and more.steps == 5 and more.steps_this_run == 2
+    assert more.module.tokens_seen == 25
+    straight = _train(tmp_path / "straight", steps=5)
+    assert torch.equal(more.module.objective.weight, straight.module.objective.weight)
+    logged = (out / "logs").rglob("metrics.csv")
+    assert any("half" in path.read_text().splitlines()[0] for path in logged)
+
+
+def test_pretraining_runs_evaluate_and_keep_the_best(tmp_path):
+    from ctxsent.training.engine import pretraining_evaluation
+
+    class Config:
+        eval_every, checkpoint_every, patience = None, 3, None
+
+    saved = []
+    evaluation = pretraining_evaluation(
+        Config, Scripted([0.2, 0.1]), None, tmp_path, lambda: saved.append(1)
+    )
+    assert evaluation.every == 3 and evaluation.monitor == "dev_score"
+    evaluation.on_best({"score": 0.2}, 3)
+    assert saved == [1]
+    assert json.loads((tmp_path / "best.json").read_text()) == {"step": 3, "dev": {"score": 0.2}}
+    assert pretraining_evaluation(Config, None, None, tmp_path, lambda: None) is None
