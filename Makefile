@@ -20,7 +20,7 @@ demo: env
 	$(VENV)/bin/ctxsent demo
 
 test: env
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 lint: env
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -15,6 +15,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # lr 3e-3 is unstable in bf16 (dev MAP 0.25-1.0 over three seeds and 1-2 threads where fp32
 # gets 1.0; CI failed once at 0.58). Tests that want bf16 ask for it by name.
 os.environ["CTXSENT_CPU_BF16"] = "0"
+# Under pytest-xdist (``make test``: one worker per core) each worker computes on one
+# thread: two workers of several OpenMP threads each on two cores spin-wait on each other
+# and tiny models train 5-10x slower. No test depends on the thread count.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ import ctxsent
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2, sample_negatives
 from ctxsent.training.engine import triangular
-from ctxsent.training.sampling import LengthGroupedBatches, length_sorted_batches
+from ctxsent.training.sampling import LengthGroupedBatches
 from synthetic import synthetic_as2
 
 
@@ -38,10 +38,6 @@ def test_length_grouped_batches_cover_every_index_once_and_depend_on_epoch():
     assert list(sampler) != first
     spread = np.mean([np.ptp([lengths[i] for i in b]) for b in first])
     assert spread < 0.5 * np.ptp(lengths)  # similar lengths share a batch
-
-
-def test_length_sorted_batches_are_longest_first():
-    assert length_sorted_batches([1, 5, 3, 4], 2) == [[1, 3], [2, 0]]
 
 
 def test_finetune_learns_saves_best_and_resumes(tiny_bert, tmp_path):

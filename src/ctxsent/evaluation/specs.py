@@ -47,7 +47,13 @@ def evaluator_from_spec(
 
         folder, tasks = _path_and_option(where)
         names = tasks.split(",") if tasks else DEFAULT_TASKS
-        return SentEvalEvaluator([load_task(get_task(name.strip()), folder) for name in names])
+        loaded = [load_task(get_task(name.strip()), folder) for name in names]
+        if not any(data.task.main_metric == "acc" for data in loaded):
+            raise InputError(
+                "name a classification task: the primary metric is their macro accuracy",
+                field="eval",
+            )
+        return SentEvalEvaluator(loaded)
     if kind == "squad" and where:
         from ctxsent.evaluation.retrieval import ParagraphRankingEvaluator, squad_paragraph_ranking
 

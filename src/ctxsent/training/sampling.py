@@ -133,12 +133,6 @@ def _rank_and_world() -> tuple[int, int]:
     return 0, 1
 
 
-def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Deterministic batches for evaluation: longest first, so padding is minimal."""
-    order = np.argsort(-np.asarray(lengths), kind="stable")
-    return [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
-
-
 class StreamBatches(Sampler[list[int]]):
     """Steps ``[skip, total)`` of a seeded stream of global batches, each built when its step comes.
 

@@ -234,7 +234,8 @@ def pretrain_ssp(
         "data_summary": {k: summary[k] for k in ("examples", "positives", "by_objective")},
         "config": asdict(config),
     }
-    with atomic_write(out_dir / "pretrain.json") as handle:
-        json.dump(result, handle, indent=2)
-    finish_run(out_dir, result)
+    if trained.is_global_zero:  # every rank wrote it once: a race on pretrain.json
+        with atomic_write(out_dir / "pretrain.json") as handle:
+            json.dump(result, handle, indent=2)
+        finish_run(out_dir, result)
     return result
