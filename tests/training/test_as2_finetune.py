@@ -5,8 +5,14 @@ import pytest
 import torch
 
 import ctxsent
+from ctxsent.errors import InputError
 from ctxsent.models.cross_encoder import CrossEncoderRanker
-from ctxsent.training.as2_finetune import As2TrainConfig, finetune_as2, sample_negatives
+from ctxsent.training.as2_finetune import (
+    As2RankerSpec,
+    As2TrainConfig,
+    finetune_as2,
+    sample_negatives,
+)
 from ctxsent.training.engine import triangular
 from ctxsent.training.sampling import LengthGroupedBatches
 from synthetic import synthetic_as2
@@ -359,3 +365,30 @@ def test_bi_encoder_finetune_learns_and_saves_the_best(tiny_bert, tmp_path, loss
     assert as2_metrics(ids, labels, saved.predict(dev))["map"] == pytest.approx(
         best["dev"]["map"], abs=1e-6
     )
+
+
+def test_accumulated_batches_make_one_step_and_evaluations_count_steps(tiny_bert, tmp_path):
+    from ctxsent.training import engine
+
+    parts: list[tuple[int, int]] = []  # (optimizer step, batch size) of each forward pass
+    step = engine.ObjectiveModule.training_step
+
+    def traced(self, batch, batch_idx):
+        parts.append((self.global_step, len(batch[1])))
+        return step(self, batch, batch_idx)
+
+    train, dev = synthetic_as2(16, seed=1), synthetic_as2(4, seed=2)
+    config = As2TrainConfig(
+        learning_rate=3e-3, batch_size=8, accumulate=2, max_steps=3, eval_every=2,
+        precision="fp32", accelerator="cpu", seed=0,
+    )  # fmt: skip
+    spec = As2RankerSpec(init=str(tiny_bert), max_length=32)
+    engine.ObjectiveModule.training_step = traced
+    try:
+        best = finetune_as2(spec, train, dev, tmp_path / "run", config)
+    finally:
+        engine.ObjectiveModule.training_step = step
+    assert [s for s, _ in parts] == [0, 0, 1, 1, 2, 2] and {n for _, n in parts} == {4}
+    assert best["step"] in (2, 3)  # evaluated after steps 2 and 3, not after batches
+    with pytest.raises(InputError, match="accumulate"):
+        As2TrainConfig(batch_size=4, accumulate=8)

@@ -104,3 +104,49 @@ def test_pretraining_runs_evaluate_and_keep_the_best(tmp_path):
     assert saved == [1]
     assert json.loads((tmp_path / "best.json").read_text()) == {"step": 3, "dev": {"score": 0.2}}
     assert pretraining_evaluation(Config, None, None, tmp_path, lambda: None) is None
+
+
+class MeanTarget(torch.nn.Module):
+    """``loss = (w - mean(batch))**2``; records each batch and its generator's seed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+        self.seen: list[list[float]] = []
+        self.seeds: list[int] = []
+
+    def forward(self, batch, generator=None) -> dict:
+        self.seen.append(batch.tolist())
+        self.seeds.append(generator.initial_seed())
+        return {"loss": ((self.weight - batch.mean()) ** 2).sum()}
+
+
+def _stream_run(out, steps: int, accumulate: int):
+    from ctxsent.training.sampling import StreamBatches
+
+    objective = MeanTarget()
+    batches = StreamBatches(64, 8, 0, steps, accumulate=accumulate)
+    trained = train_objective(
+        objective,
+        DataLoader(torch.arange(64.0), batch_sampler=batches),
+        out,
+        PLACEMENT,
+        OptimizerSettings(0.1, schedule="constant"),
+        seed=0,
+        max_steps=steps,
+        checkpoint_every=2,
+        accumulate=accumulate,
+    )
+    return trained, objective
+
+
+def test_accumulated_steps_split_the_batch_and_resume_exactly(tmp_path):
+    whole, objective = _stream_run(tmp_path / "whole", 4, accumulate=2)
+    assert whole.steps == 4 and [len(b) for b in objective.seen] == [4] * 8
+    assert len(set(objective.seeds)) == 8  # each part of a step draws its own
+    _, plain = _stream_run(tmp_path / "plain", 4, accumulate=1)
+    assert objective.seeds[::2] == plain.seeds  # the first part seeds as without accumulation
+    _stream_run(tmp_path / "split", 2, accumulate=2)
+    resumed, rest = _stream_run(tmp_path / "split", 4, accumulate=2)
+    assert resumed.resumed and rest.seen == objective.seen[4:] and rest.seeds == objective.seeds[4:]
+    assert torch.equal(rest.weight, objective.weight)

@@ -16,7 +16,7 @@ def test_each_epoch_covers_the_full_batches_then_reshuffles_and_resumes_mid_way(
     assert batches[3:6] != batches[0:3]
     resumed = StreamBatches(units=11, batch_size=3, seed=0, total=7)
     resumed.skip = 4
-    assert len(resumed) == 3 and list(resumed) == batches[4:]
+    assert len(resumed) == 7 and list(resumed) == batches[4:]  # len: the whole stream
 
 
 def test_length_grouped_batches_hold_similar_lengths():

@@ -12,6 +12,7 @@ import typer
 
 from ctxsent.cli.options import (
     AcceleratorOption,
+    AccumulateOption,
     ColumnsOption,
     DevicesOption,
     NumNodesOption,
@@ -165,6 +166,7 @@ def as2(
     devices: DevicesOption = "auto",
     strategy: StrategyOption = "auto",
     num_nodes: NumNodesOption = 1,
+    accumulate: AccumulateOption = None,
     seed: SeedOption = 42,
     overwrite: OverwriteOption = False,
 ) -> None:
@@ -211,6 +213,7 @@ def as2(
         devices=devices,
         strategy=strategy,
         num_nodes=num_nodes,
+        accumulate=accumulate or 1,
         seed=seed,
     )
     if temperature is not None:

@@ -88,6 +88,14 @@ StrategyOption = Annotated[
 
 NumNodesOption = Annotated[int, typer.Option(min=1, help="machines (torchrun / SLURM)")]
 
+AccumulateOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="split each batch into this many forward passes whose gradients add up to one "
+        "step (gradient accumulation: less memory, the same batch)",
+    ),
+]
 EvalOption = Annotated[
     str | None,
     typer.Option(

@@ -19,6 +19,7 @@ import typer
 
 from ctxsent.cli.options import (
     AcceleratorOption,
+    AccumulateOption,
     DevicesOption,
     EvalEveryOption,
     EvalOption,
@@ -89,6 +90,7 @@ def cross_thought(
     strategy: StrategyOption = "auto",
     num_nodes: NumNodesOption = 1,
     seed: SeedOption = 0,
+    accumulate: AccumulateOption = None,
     eval_: EvalOption = None,
     eval_every: EvalEveryOption = None,
     patience: PatienceOption = None,
@@ -115,6 +117,7 @@ def cross_thought(
         strategy=strategy,
         num_nodes=num_nodes,
         seed=seed,
+        accumulate=accumulate or 1,
         eval=eval_,
         eval_every=eval_every,
         patience=patience,
@@ -144,6 +147,7 @@ def encoder(
         None, callback=positive, help="Wall-clock budget of the whole run."
     ),
     max_steps: int | None = typer.Option(None, min=1, help="Optimiser steps of the whole run."),
+    accumulate: AccumulateOption = None,
     eval_: EvalOption = None,
     eval_every: EvalEveryOption = None,
     patience: PatienceOption = None,
@@ -172,6 +176,7 @@ def encoder(
         "word_vectors": word_vectors,
         "max_minutes": max_minutes,
         "max_steps": max_steps,
+        "accumulate": accumulate,
         "eval": eval_,
         "eval_every": eval_every,
         "patience": patience,
@@ -241,6 +246,7 @@ def ssp(
         int | None, typer.Option(min=1, help="machines (torchrun / SLURM); default 1")
     ] = None,
     seed: Annotated[int | None, typer.Option(min=0, help="override the preset's seed")] = None,
+    accumulate: AccumulateOption = None,
     eval_: EvalOption = None,
     eval_every: EvalEveryOption = None,
     patience: PatienceOption = None,
@@ -268,6 +274,7 @@ def ssp(
         strategy=strategy,
         num_nodes=num_nodes,
         seed=seed,
+        accumulate=accumulate,
         eval=eval_,
         eval_every=eval_every,
         patience=patience,

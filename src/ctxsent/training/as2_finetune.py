@@ -76,6 +76,9 @@ TrainableRanker = TransformerRanker | BiEncoderRanker
 class As2TrainConfig:
     learning_rate: float = 2e-5
     batch_size: int = 32
+    #: batches whose gradients make one optimizer step: the batch is split in this many
+    #: forward passes (gradient accumulation; less memory, the same batch size)
+    accumulate: int = 1
     epochs: int = 3
     max_steps: int | None = None
     warmup_ratio: float = 0.1
@@ -117,6 +120,7 @@ class As2TrainConfig:
         check_range(self, "learning_rate head_lr_scale temperature", 0, above=True)
         check_range(self, "batch_size epochs max_steps eval_every patience eval_batch_size", 1)
         check_range(self, "max_negatives_per_question num_nodes questions_per_batch", 1)
+        check_range(self, "accumulate", 1, self.batch_size)
         check_range(self, "warmup_ratio", 0, 1)
         check_range(self, "weight_decay max_grad_norm seed", 0)
         check_choice(self, "loss", LOSSES)
@@ -313,9 +317,11 @@ def _train_batches(
 
     Listwise batches hold whole questions, as many as make ``batch_size`` pairs on
     average; questions without a correct candidate carry no listwise signal and are left out.
+    With ``accumulate`` k, a batch is a k-th of that (k batches make one optimizer step).
     """
     if config.loss == "pointwise":
-        return LengthGroupedBatches(_char_lengths(train), config.batch_size, config.seed), None
+        part = config.batch_size // config.accumulate
+        return LengthGroupedBatches(_char_lengths(train), part, config.seed), None
     groups: dict[str, list[int]] = {}
     for index, record in enumerate(train):
         groups.setdefault(record.question_id, []).append(index)
@@ -328,7 +334,7 @@ def _train_batches(
     per_batch = config.questions_per_batch or max(
         1, round(config.batch_size * len(answered) / sum(map(len, answered)))
     )
-    return QuestionBatches(answered, per_batch, config.seed), questions
+    return QuestionBatches(answered, max(1, per_batch // config.accumulate), config.seed), questions
 
 
 #: Lightning's DDP launchers; each has a ``..._find_unused_parameters_true`` variant.
@@ -417,6 +423,7 @@ def finetune_as2(
     out_dir.mkdir(parents=True, exist_ok=True)
     train = sample_negatives(train, config.max_negatives_per_question, config.seed)
     train_batches, train_questions = _train_batches(train, config)
+    steps_per_epoch = -(-len(train_batches) // config.accumulate)
 
     def keep_best(metrics: dict, step: int) -> None:
         ranker.save_pretrained(out_dir / "model")
@@ -437,13 +444,14 @@ def finetune_as2(
         evaluation=Evaluation(
             As2Evaluator(dev, config.eval_batch_size),
             ranker,
-            every=min(config.eval_every, len(train_batches) * config.epochs),
+            every=min(config.eval_every, steps_per_epoch * config.epochs),
             patience=config.patience,
             on_best=keep_best,
         ),
         callbacks=[ReleaseFreeHeap()],
         seeded_steps=False,
         strategy=_strategy(config, ranker),
+        accumulate=config.accumulate,
     )
     trained.trainer.strategy.barrier()  # rank 0 writes best.json
     best = json.loads((out_dir / "best.json").read_text())

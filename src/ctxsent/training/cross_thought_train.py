@@ -87,6 +87,9 @@ class CrossThoughtPretrainConfig:
     max_steps: int | None = None
     max_minutes: float | None = None
     checkpoint_every: int = 200
+    #: batches whose gradients make one optimizer step: the batch is split in this many
+    #: forward passes (gradient accumulation; less memory, the same batch size)
+    accumulate: int = 1
     #: evaluator during training (:mod:`ctxsent.evaluation.specs`): dev metrics, the best
     #: model kept, early stopping after ``patience`` evaluations without a better one
     eval: str | None = None
@@ -103,7 +106,7 @@ class CrossThoughtPretrainConfig:
     kept as given so a resumed run compares them; ``None``: the preset as registered."""
 
     def __post_init__(self) -> None:
-        check_range(self, "max_steps checkpoint_every num_nodes eval_every patience", 1)
+        check_range(self, "max_steps checkpoint_every num_nodes eval_every patience accumulate", 1)
         check_range(self, "max_minutes", 0, above=True)
         check_range(self, "seed", 0)
         check_choice(self, "precision", PRECISIONS)
@@ -150,7 +153,14 @@ def pretrain_cross_thought(
         )
     chunks = ArrowChunks(dataset, preset.sequence_length, model.tokenizer.pad_token_id or 0)
     samples = ConsecutiveSequences(chunks, preset.sequences_per_sample)
-    batches = StreamBatches(len(samples), preset.batch_size, config.seed, preset.max_steps)
+    if preset.batch_size < config.accumulate:
+        raise InputError(
+            f"the batch of {preset.batch_size} cannot be split in {config.accumulate}",
+            field="accumulate",
+        )
+    batches = StreamBatches(
+        len(samples), preset.batch_size, config.seed, preset.max_steps, accumulate=config.accumulate
+    )
     collator = collator_for(model, preset, config.seed)
     evaluated = CrossThoughtRanker(model) if (config.eval or "").startswith("as2:") else model
     evaluation = pretraining_evaluation(
@@ -175,6 +185,7 @@ def pretrain_cross_thought(
         max_grad_norm=1.0,
         checkpoint_every=config.checkpoint_every,
         evaluation=evaluation,
+        accumulate=config.accumulate,
     )
     summary = {
         "preset": asdict(preset),

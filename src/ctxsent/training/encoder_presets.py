@@ -47,6 +47,9 @@ class EncoderPretrainConfig:
     max_length: int = 30
     max_sentences: int | None = None
     batch_size: int = 512
+    #: batches whose gradients make one optimizer step: the batch is split in this many
+    #: forward passes (gradient accumulation; less memory, the same batch size)
+    accumulate: int = 1
     learning_rate: float = 5e-4
     max_grad_norm: float | None = None
     epochs: int = 1
@@ -83,6 +86,7 @@ class EncoderPretrainConfig:
         check_range(self, "vocab_size embedding_dim max_length max_sentences batch_size", 1)
         check_range(self, "epochs max_steps checkpoint_every hidden_size ffn_size heads", 1)
         check_range(self, "target_length num_nodes eval_every patience", 1)
+        check_range(self, "accumulate", 1, self.batch_size)
         check_range(self, "learning_rate max_grad_norm max_minutes", 0, above=True)
         check_range(self, "expand_vocabulary seed", 0)
         check_range(self, "dropout", 0, 1, below=True)

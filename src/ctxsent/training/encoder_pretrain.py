@@ -195,7 +195,12 @@ def pretrain_encoder(
         len(dataset) // min(config.batch_size, len(dataset))
     )
     batches = StreamBatches(
-        len(dataset), config.batch_size, config.seed, total, lengths=dataset.input_lengths()
+        len(dataset),
+        config.batch_size,
+        config.seed,
+        total,
+        lengths=dataset.input_lengths(),
+        accumulate=config.accumulate,
     )
 
     def save() -> int:
@@ -214,6 +219,7 @@ def pretrain_encoder(
         max_grad_norm=config.max_grad_norm,
         checkpoint_every=config.checkpoint_every,
         evaluation=evaluation,
+        accumulate=config.accumulate,
     )
     saved_words = None
     if trained.is_global_zero and evaluation is None:  # else OUT/encoder is the best's

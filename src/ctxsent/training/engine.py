@@ -201,7 +201,8 @@ class ObjectiveModule(L.LightningModule):
 
     With ``seeded_steps`` (pre-training), step ``k`` seeds dropout with ``(seed, k, rank)`` and
     hands the objective a generator seeded with ``(seed, k)`` for its draws (the same on every
-    rank: :mod:`~ctxsent.objectives.global_batch`). Without (AS2 fine-tuning, whose published
+    rank: :mod:`~ctxsent.objectives.global_batch`); with ``accumulate`` batches a step, each
+    batch's seeds also depend on its place in the step. Without (AS2 fine-tuning, whose published
     results were trained so), dropout follows the global RNG, whose state every checkpoint
     keeps, and the generator is ``None``.
     """
@@ -213,10 +214,11 @@ class ObjectiveModule(L.LightningModule):
         seed: int,
         evaluation: Evaluation | None = None,
         seeded_steps: bool = True,
+        accumulate: int = 1,
     ) -> None:
         super().__init__()
         self.objective, self.optimizer_settings, self.seed = objective, optimizer, seed
-        self.evaluation, self.seeded_steps = evaluation, seeded_steps
+        self.evaluation, self.seeded_steps, self.accumulate = evaluation, seeded_steps, accumulate
         self.best: dict = {}
         self.tokens_seen = 0
         self.start_step = 0
@@ -224,7 +226,8 @@ class ObjectiveModule(L.LightningModule):
     def training_step(self, batch, batch_idx):
         generator = None
         if self.seeded_steps:
-            step_seed = self.seed * 1_000_003 + self.global_step
+            part = batch_idx % self.accumulate  # of the step's accumulated batches
+            step_seed = self.seed * 1_000_003 + self.global_step + part * 1_000_000_007
             torch.manual_seed(step_seed + 7_919 * self.global_rank)
             generator = torch.Generator(device=self.device).manual_seed(step_seed)
         losses = self.objective(batch, generator)
@@ -317,6 +320,7 @@ def build_trainer(
     strategy: str | None = None,
     log_every_n_steps: int = 50,
     refresh_rate: int = 10,
+    accumulate: int = 1,
 ) -> L.Trainer:
     """The trainer of a run in ``out_dir``.
 
@@ -325,7 +329,9 @@ def build_trainer(
     when that is given; ``checkpoints=False`` keeps none (a run that starts again rather
     than resuming). ``strategy`` replaces ``placement.strategy`` (a strategy object or a
     refined name, e.g. DDP that expects unused parameters). ``max_minutes`` stops the run
-    after that much training time in total, across resumes.
+    after that much training time in total, across resumes. ``accumulate``: batches whose
+    gradients add up to one optimizer step; steps, evaluations and checkpoints count
+    optimizer steps.
     """
     out_dir = Path(out_dir)
     when = {"every_n_train_steps": checkpoint_every} if checkpoint_every else {}
@@ -333,7 +339,7 @@ def build_trainer(
     if importlib.util.find_spec("tensorboard") is not None:
         loggers.append(L.pytorch.loggers.TensorBoardLogger(out_dir, name="tensorboard"))
     evaluation = (
-        {"val_check_interval": eval_every, "check_val_every_n_epoch": None}
+        {"val_check_interval": eval_every * accumulate, "check_val_every_n_epoch": None}
         if eval_every
         else {"limit_val_batches": 0}
     )
@@ -348,6 +354,7 @@ def build_trainer(
         max_time={"minutes": max_minutes} if max_minutes else None,
         precision=lightning_precision(placement.precision, device_type(placement.accelerator)),
         gradient_clip_val=gradient_clip_val,
+        accumulate_grad_batches=accumulate,
         callbacks=[
             *([newest_checkpoint(out_dir / "checkpoints", **when)] if checkpoints else []),
             *callbacks,
@@ -410,6 +417,7 @@ def train_objective(
     seeded_steps: bool = True,
     strategy: str | None = None,
     log_every_n_steps: int = 50,
+    accumulate: int = 1,
 ) -> Trained:
     """Train ``objective`` on ``loader`` in the run folder ``out`` (:class:`ObjectiveModule`
     on :func:`build_trainer`), resuming from ``OUT/checkpoints/last.ckpt`` when it exists.
@@ -418,9 +426,10 @@ def train_objective(
     is kept at the trainer's rank, epoch and step. With an ``evaluation``, the run is
     evaluated every ``evaluation.every`` steps and after the last (unless it stopped early),
     and stops early on its primary metric. With ``checkpoints``, the final state is
-    checkpointed too, so a rerun with more steps goes on from it.
+    checkpointed too, so a rerun with more steps goes on from it. ``accumulate`` batches
+    make one optimizer step (a stream sampler built with the same ``accumulate``).
     """
-    module = ObjectiveModule(objective, optimizer, seed, evaluation, seeded_steps)
+    module = ObjectiveModule(objective, optimizer, seed, evaluation, seeded_steps, accumulate)
     extra: list[Callback] = list(callbacks)
     if hasattr(loader.batch_sampler, "start_epoch"):
         extra.insert(0, FollowTrainer(loader.batch_sampler))
@@ -444,6 +453,7 @@ def train_objective(
         checkpoints=checkpoints,
         strategy=strategy,
         log_every_n_steps=log_every_n_steps,
+        accumulate=accumulate,
     )
     last = last_checkpoint(out)
     resumed = checkpoints and last.exists()

@@ -147,7 +147,9 @@ class StreamBatches(Sampler[list[int]]):
 
     ``batch_size`` is the global batch: :meth:`shard` (:class:`FollowTrainer` calls it with
     the trainer's global rank and world size) makes each rank yield its own near-equal
-    share of every batch, so the ranks' shares are disjoint and cover the batch.
+    share of every batch, so the ranks' shares are disjoint and cover the batch. With
+    ``accumulate`` k, ``batch_size`` and ``total`` count optimizer steps: the stream holds
+    ``k * total`` batches of ``batch_size // k``, k for each step (gradient accumulation).
     """
 
     def __init__(
@@ -158,13 +160,15 @@ class StreamBatches(Sampler[list[int]]):
         total: int,
         lengths: Sequence[int] | np.ndarray | None = None,
         group: int = 50,
+        accumulate: int = 1,
     ) -> None:
         if units < 1:
             raise ValueError("no examples to draw batches from")
-        if batch_size < 1:
-            raise ValueError("a batch must hold at least one item")
-        self.units, self.seed, self.total, self.group = units, seed, total, group
-        self.batch_size = min(batch_size, units)
+        if batch_size < accumulate:
+            raise ValueError("a batch must hold at least one item per accumulated part")
+        self.units, self.seed, self.group = units, seed, group
+        self.accumulate, self.total = accumulate, total * accumulate
+        self.batch_size = min(batch_size // accumulate, units)
         self.per_epoch = units // self.batch_size
         self.lengths = None
         if lengths is not None:
@@ -183,13 +187,16 @@ class StreamBatches(Sampler[list[int]]):
         self.rank, self.world = rank, world
 
     def start_epoch(self, trainer) -> None:
-        self.skip = trainer.global_step
+        self.skip = trainer.global_step * self.accumulate
 
     def resume(self, checkpoint: dict) -> None:
-        self.skip = checkpoint["global_step"]
+        self.skip = checkpoint["global_step"] * self.accumulate
 
     def __len__(self) -> int:
-        return max(0, self.total - self.skip)
+        """The whole stream, skipped steps included: Lightning counts a resumed epoch's
+        batches on from its checkpoint's, and ends the epoch at this length (ending it
+        early would step the optimizer on a partial accumulation)."""
+        return self.total
 
     def _epoch(self, epoch: int) -> tuple[np.ndarray, np.ndarray | None]:
         if self._cached[0] != epoch:

@@ -27,6 +27,9 @@ class SspPretrainConfig:
     #: token states (a one-exit :class:`CascadeRanker`, saved as such)
     readout: str = "cls"
     batch_size: int = 32
+    #: batches whose gradients make one optimizer step: the batch is split in this many
+    #: forward passes (gradient accumulation; less memory, the same batch size)
+    accumulate: int = 1
     max_steps: int = 1000
     warmup_steps: int = 100
     weight_decay: float = 0.01
@@ -67,6 +70,7 @@ class SspPretrainConfig:
         check_range(self, "seed heldout_examples", 0)
         check_range(self, "learning_rate head_lr_scale max_grad_norm", 0, above=True)
         check_range(self, "batch_size max_steps checkpoint_every num_nodes eval_every patience", 1)
+        check_range(self, "accumulate", 1, self.batch_size)
         check_range(self, "max_length", MIN_INPUT_LENGTH)
         check_range(self, "mlm_probability", 0, 1, above=True, below=True)
         check_choice(self, "precision", PRECISIONS)

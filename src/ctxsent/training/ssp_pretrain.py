@@ -195,7 +195,12 @@ def pretrain_ssp(
     out_dir.mkdir(parents=True, exist_ok=True)
 
     batches = StreamBatches(
-        len(dataset), config.batch_size, config.seed, config.max_steps, lengths=lengths
+        len(dataset),
+        config.batch_size,
+        config.seed,
+        config.max_steps,
+        lengths=lengths,
+        accumulate=config.accumulate,
     )
     pad_id = ranker.tokenizer.pad_token_id
 
@@ -221,6 +226,7 @@ def pretrain_ssp(
         evaluation=evaluation,
         callbacks=[*([] if evaluation else [SaveModel(ranker, model_dir)]), *(callbacks or ())],
         log_every_n_steps=min(50, config.checkpoint_every),
+        accumulate=config.accumulate,
     )
     heldout = unseen_indices(
         lengths, config.batch_size, config.seed, trained.steps, config.heldout_examples
