@@ -14,15 +14,14 @@ from transformers import AutoTokenizer
 import ctxsent
 from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_metrics import as2_metrics
-from ctxsent.models.cross_thought import CrossThoughtModel, CrossThoughtRanker
+from ctxsent.models.cross_thought import CrossThoughtModel, CrossThoughtRanker, PairClassifier
+from ctxsent.objectives.cross_thought import answer_selection_loss
 from ctxsent.objectives.pretrain_data import SUMMARY, build_cross_thought_data
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.tasks.senteval import Pairs
 from ctxsent.training.cross_thought_train import (
     CrossThoughtFineTuneConfig,
     CrossThoughtPretrainConfig,
-    PairClassifier,
-    answer_selection_loss,
     finetune_answer_selection,
     finetune_pair_classifier,
     pretrain_cross_thought,

@@ -558,3 +558,26 @@ def model_fingerprint(spec: str) -> str:
             stat = file.stat()
             parts.append(f"{file.relative_to(root.parent)}:{stat.st_size}:{stat.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def pair_metrics(labels: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    """Accuracy (%) and, for two classes, F1 (%) of the positive class, as in SentEval."""
+    metrics = {"acc": 100.0 * float(np.mean(labels == predicted))}
+    if len(np.unique(labels)) == 2:
+        tp = int(np.sum((predicted == 1) & (labels == 1)))
+        denominator = int(np.sum(predicted == 1) + np.sum(labels == 1))
+        metrics["f1"] = 100.0 * 2 * tp / denominator if denominator else 0.0
+    return metrics
+
+
+class PairAccuracy:
+    """A pair classifier's :class:`~ctxsent.protocols.Evaluator` (Cross-Thought Eq. 11) on
+    labelled ``pairs``: accuracy (primary) and, for two classes, F1 (:func:`pair_metrics`)."""
+
+    primary_metric = "acc"
+
+    def __init__(self, pairs: Pairs) -> None:
+        self.pairs = pairs
+
+    def __call__(self, classifier) -> dict[str, float]:
+        return pair_metrics(self.pairs.labels, classifier.predict(self.pairs))

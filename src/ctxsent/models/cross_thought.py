@@ -65,6 +65,7 @@ from ctxsent.saving import (
     register_model,
 )
 from ctxsent.tasks.as2_records import As2Record
+from ctxsent.tasks.senteval import Pairs
 from ctxsent.text.length_chunks import length_sorted_chunks
 
 WEIGHTS_FILE = "model.safetensors"
@@ -555,3 +556,32 @@ class CrossThoughtRanker(As2Ranker):
     @classmethod
     def from_pretrained(cls, path: str | Path) -> CrossThoughtRanker:
         return cls(CrossThoughtModel.from_pretrained(path))
+
+
+class PairClassifier(nn.Module):
+    """Eq. 11: ``softmax(W^c flatten([C_0; ...; C_{N-1}]))`` for a pair ``(X_0, X_1)``."""
+
+    def __init__(self, model: CrossThoughtModel, classes: int) -> None:
+        super().__init__()
+        self.model = model
+        self.classifier = nn.Linear(2 * model.embedding_dim, classes)
+
+    def forward(self, first: list[str], second: list[str]) -> torch.Tensor:
+        embeddings = torch.stack([self.model.embed(first), self.model.embed(second)], dim=1)
+        if self.model.config.cross_sequence:
+            embeddings, _ = self.model.cross_sequence(embeddings)  # (B, 2, N, d): C
+        return self.classifier(embeddings.flatten(1))
+
+    @torch.inference_mode()
+    def predict(self, pairs: Pairs, batch_size: int = 64) -> np.ndarray:
+        """The predicted class of each pair."""
+        was_training = self.training
+        self.eval()
+        try:
+            logits = [
+                self(pairs.first[i : i + batch_size], pairs.second[i : i + batch_size])
+                for i in range(0, len(pairs), batch_size)
+            ]
+        finally:
+            self.train(was_training)
+        return torch.cat(logits).argmax(dim=-1).numpy()

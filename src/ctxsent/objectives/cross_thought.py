@@ -38,7 +38,12 @@ from torch.utils.data import Dataset
 from ctxsent.corpus.document import Document
 from ctxsent.corpus.titles import normalize_title, normalize_titles
 from ctxsent.errors import InputError
-from ctxsent.models.cross_thought import AttentionLayer, CrossThoughtModel
+from ctxsent.models.cross_thought import (
+    AttentionLayer,
+    CrossThoughtModel,
+    PairClassifier,
+    selection_log_probs,
+)
 from ctxsent.objectives.cross_thought_presets import CrossThoughtPreset
 from ctxsent.objectives.global_batch import Share, randint, share_of
 from ctxsent.objectives.masking import (
@@ -275,3 +280,78 @@ class CrossThoughtObjective(nn.Module):
             hidden, _ = self.top(merged, key_mask.bool())  # Eq. 8
         labels = batch["labels"].reshape(-1, length)[real]
         return masked_lm_loss(hidden[:, n:], labels, self.head)  # Eq. 9
+
+
+#: Texts per forward chunk when a step embeds a question batch's texts (memory bound; the
+#: loss is the same as one padded batch).
+EMBED_CHUNK = 32
+
+
+def answer_selection_loss(
+    model: CrossThoughtModel, question: torch.Tensor, candidates: torch.Tensor, positives: list[int]
+) -> torch.Tensor:
+    """Eq. 10 for one question: mean over its positives of ``-log alpha[0][m]``."""
+    log_alpha = selection_log_probs(model, question[None], candidates)[0]
+    return -log_alpha[positives].mean()
+
+
+class AnswerSelectionObjective(nn.Module):
+    """Eq. 10 fine-tuning (section 3.3): each step draws ``batch_size`` of the question
+    ``groups`` (their records; each has a positive), each with its positives and up to
+    ``negatives`` sampled negatives, from one generator seeded by ``seed``, and averages
+    :func:`answer_selection_loss` over them. Each distinct text is embedded once a step."""
+
+    def __init__(
+        self,
+        model: CrossThoughtModel,
+        groups: Sequence[Sequence],
+        batch_size: int,
+        negatives: int,
+        seed: int,
+    ) -> None:
+        super().__init__()
+        self.model, self.groups = model, groups
+        self.batch_size, self.negatives = batch_size, negatives
+        self.rng = np.random.default_rng(seed)
+
+    def forward(self, step, generator=None) -> dict[str, torch.Tensor]:
+        rng, groups = self.rng, self.groups
+        chosen = rng.choice(len(groups), min(self.batch_size, len(groups)), replace=False)
+        questions, candidate_lists = [], []
+        for index in chosen:
+            group = groups[index]
+            positives = [r.candidate for r in group if r.label]
+            negatives = [r.candidate for r in group if not r.label]
+            if len(negatives) > self.negatives:
+                picked = rng.choice(len(negatives), self.negatives, replace=False)
+                negatives = [negatives[i] for i in picked]
+            questions.append(group[0].question)
+            candidate_lists.append((positives, negatives))
+        texts = list(dict.fromkeys(questions + [c for p, n in candidate_lists for c in p + n]))
+        row = {text: i for i, text in enumerate(texts)}
+        embeddings = self.model.embed(texts, batch_size=EMBED_CHUNK)
+        losses = []
+        for question, (positives, negatives) in zip(questions, candidate_lists, strict=True):
+            candidates = embeddings[[row[c] for c in positives + negatives]]
+            positions = list(range(len(positives)))
+            losses.append(
+                answer_selection_loss(self.model, embeddings[row[question]], candidates, positions)
+            )
+        return {"loss": torch.stack(losses).mean()}
+
+
+class PairClassificationObjective(nn.Module):
+    """Eq. 11 fine-tuning: cross-entropy of ``classifier`` on ``batch_size`` of the labelled
+    ``pairs`` a step, drawn from one generator seeded by ``seed``."""
+
+    def __init__(self, classifier: PairClassifier, pairs, batch_size: int, seed: int) -> None:
+        super().__init__()
+        self.classifier, self.pairs, self.batch_size = classifier, pairs, batch_size
+        self.labels = torch.as_tensor(pairs.labels, dtype=torch.long)
+        self.rng = np.random.default_rng(seed)
+
+    def forward(self, step, generator=None) -> dict[str, torch.Tensor]:
+        pairs = self.pairs
+        rows = self.rng.choice(len(pairs), min(self.batch_size, len(pairs)), replace=False)
+        logits = self.classifier([pairs.first[i] for i in rows], [pairs.second[i] for i in rows])
+        return {"loss": nn.functional.cross_entropy(logits, self.labels[rows])}

@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -38,6 +38,7 @@ from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError, check_choice, check_range
 from ctxsent.evaluation.as2_evaluation import As2Evaluator
+from ctxsent.evaluation.senteval import PairAccuracy, pair_metrics
 from ctxsent.evaluation.specs import evaluator_from_spec
 from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE
@@ -45,11 +46,13 @@ from ctxsent.models.cross_thought import (
     CrossThoughtConfig,
     CrossThoughtModel,
     CrossThoughtRanker,
-    selection_log_probs,
+    PairClassifier,
 )
 from ctxsent.objectives.cross_thought import (
+    AnswerSelectionObjective,
     ConsecutiveSequences,
     CrossThoughtObjective,
+    PairClassificationObjective,
     collator_for,
 )
 from ctxsent.objectives.cross_thought_presets import CrossThoughtPreset
@@ -235,42 +238,18 @@ class CrossThoughtFineTuneConfig:
         check_choice(self, "accelerator", ACCELERATORS)
 
 
-#: Texts per forward chunk when a step embeds a question batch's texts (memory bound; the
-#: loss is the same as one padded batch).
-EMBED_CHUNK = 32
-
-
-class _SampledSteps(nn.Module):
-    """Eq. 10 / Eq. 11 fine-tuning as an objective of the engine: each step's loss is
-    ``step_loss(rng)``, the step drawing its own questions or pairs from one generator."""
-
-    def __init__(
-        self, network: nn.Module, step_loss: Callable[[np.random.Generator], torch.Tensor], seed
-    ) -> None:
-        super().__init__()
-        self.network, self.step_loss = network, step_loss
-        self.rng = np.random.default_rng(seed)
-
-    def forward(self, step, generator=None) -> dict[str, torch.Tensor]:
-        return {"loss": self.step_loss(self.rng)}
-
-
 def _optimise(
-    network: nn.Module,
-    config: CrossThoughtFineTuneConfig,
-    out: Path,
-    step_loss: Callable[[np.random.Generator], torch.Tensor],
-    evaluation: Evaluation,
+    objective: nn.Module, config: CrossThoughtFineTuneConfig, out: Path, evaluation: Evaluation
 ) -> dict:
-    """Train ``network`` for ``config.max_steps`` steps on the engine
+    """Train ``objective`` (Eq. 10 or Eq. 11) for ``config.max_steps`` steps on the engine
     (:mod:`~ctxsent.training.engine`): AdamW without weight decay, the triangular schedule,
-    gradients clipped at 1.0, the run's precision, logs in ``out/logs``; ``evaluation`` before
-    the first step, every ``eval_every`` steps and after the last. Returns the best
-    evaluation. The steps draw their batches from one generator, so several processes
-    would train on the same batches: one device, and a rerun starts again (the runs are
-    minutes long) rather than resuming."""
+    gradients clipped at 1.0, the run's precision, logs in ``out/logs``; ``evaluation`` every
+    ``eval_every`` steps and after the last. Returns the best evaluation. The steps draw
+    their batches from the objective's one generator, so several processes would train on
+    the same batches: one device, and a rerun starts again (the runs are minutes long)
+    rather than resuming."""
     trained = train_objective(
-        _SampledSteps(network, step_loss, config.seed),
+        objective,
         DataLoader(range(config.max_steps), batch_size=None),
         out,
         Placement(config.precision, config.accelerator),
@@ -285,14 +264,6 @@ def _optimise(
         seeded_steps=False,
     )
     return trained.best
-
-
-def answer_selection_loss(
-    model: CrossThoughtModel, question: torch.Tensor, candidates: torch.Tensor, positives: list[int]
-) -> torch.Tensor:
-    """Eq. 10 for one question: mean over its positives of ``-log alpha[0][m]``."""
-    log_alpha = selection_log_probs(model, question[None], candidates)[0]
-    return -log_alpha[positives].mean()
 
 
 def finetune_answer_selection(
@@ -313,33 +284,9 @@ def finetune_answer_selection(
     if not dev:
         raise InputError("no dev question has both positive and negative candidates", field="dev")
     ranker = CrossThoughtRanker(model)
-
-    def step_loss(rng: np.random.Generator) -> torch.Tensor:
-        chosen = rng.choice(len(groups), min(config.batch_size, len(groups)), replace=False)
-        questions, candidate_lists = [], []
-        for index in chosen:
-            group = groups[index]
-            positives = [r.candidate for r in group if r.label]
-            negatives = [r.candidate for r in group if not r.label]
-            if len(negatives) > config.negatives:
-                negatives = [
-                    negatives[i]
-                    for i in rng.choice(len(negatives), config.negatives, replace=False)
-                ]
-            questions.append(group[0].question)
-            candidate_lists.append((positives, negatives))
-        texts = list(dict.fromkeys(questions + [c for p, n in candidate_lists for c in p + n]))
-        row = {text: i for i, text in enumerate(texts)}
-        embeddings = model.embed(texts, batch_size=EMBED_CHUNK)
-        losses = []
-        for question, (positives, negatives) in zip(questions, candidate_lists, strict=True):
-            candidates = embeddings[[row[c] for c in positives + negatives]]
-            losses.append(
-                answer_selection_loss(
-                    model, embeddings[row[question]], candidates, list(range(len(positives)))
-                )
-            )
-        return torch.stack(losses).mean()
+    objective = AnswerSelectionObjective(
+        model, groups, config.batch_size, config.negatives, config.seed
+    )
 
     def keep_best(metrics: dict, step: int) -> None:
         ranker.save_pretrained(out / "model")
@@ -347,64 +294,13 @@ def finetune_answer_selection(
     evaluation = Evaluation(
         As2Evaluator(dev), ranker, config.eval_every, on_best=keep_best, at_start=True
     )
-    found = _optimise(model, config, out, step_loss, evaluation)
+    found = _optimise(objective, config, out, evaluation)
     best = {**found["metrics"], "step": found["step"]}
     summary = {"best_dev": best, "train": asdict(config)}
     with atomic_write(out / "best.json") as handle:
         json.dump(summary, handle, indent=2)
     write_model_card(out / "model", {"step": best["step"], "dev": best, "train": asdict(config)})
     return summary
-
-
-class PairClassifier(nn.Module):
-    """Eq. 11: ``softmax(W^c flatten([C_0; ...; C_{N-1}]))`` for a pair ``(X_0, X_1)``."""
-
-    def __init__(self, model: CrossThoughtModel, classes: int) -> None:
-        super().__init__()
-        self.model = model
-        self.classifier = nn.Linear(2 * model.embedding_dim, classes)
-
-    def forward(self, first: list[str], second: list[str]) -> torch.Tensor:
-        embeddings = torch.stack([self.model.embed(first), self.model.embed(second)], dim=1)
-        if self.model.config.cross_sequence:
-            embeddings, _ = self.model.cross_sequence(embeddings)  # (B, 2, N, d): C
-        return self.classifier(embeddings.flatten(1))
-
-    @torch.inference_mode()
-    def predict(self, pairs: Pairs, batch_size: int = 64) -> np.ndarray:
-        was_training = self.training
-        self.eval()
-        try:
-            logits = [
-                self(pairs.first[i : i + batch_size], pairs.second[i : i + batch_size])
-                for i in range(0, len(pairs), batch_size)
-            ]
-        finally:
-            self.train(was_training)
-        return torch.cat(logits).argmax(dim=-1).numpy()
-
-
-def pair_metrics(labels: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
-    """Accuracy (%) and, for two classes, F1 (%) of the positive class, as in SentEval."""
-    metrics = {"acc": 100.0 * float(np.mean(labels == predicted))}
-    if len(np.unique(labels)) == 2:
-        tp = int(np.sum((predicted == 1) & (labels == 1)))
-        denominator = int(np.sum(predicted == 1) + np.sum(labels == 1))
-        metrics["f1"] = 100.0 * 2 * tp / denominator if denominator else 0.0
-    return metrics
-
-
-class PairAccuracy:
-    """The Eq. 11 classifier's :class:`~ctxsent.protocols.Evaluator` on labelled ``pairs``:
-    accuracy (primary) and, for two classes, F1 (:func:`pair_metrics`)."""
-
-    primary_metric = "acc"
-
-    def __init__(self, pairs: Pairs) -> None:
-        self.pairs = pairs
-
-    def __call__(self, classifier: PairClassifier) -> dict[str, float]:
-        return pair_metrics(self.pairs.labels, classifier.predict(self.pairs))
 
 
 def finetune_pair_classifier(
@@ -421,19 +317,14 @@ def finetune_pair_classifier(
     config = config or CrossThoughtFineTuneConfig(learning_rate=2e-5, batch_size=32)
     torch.manual_seed(config.seed)
     classifier = PairClassifier(model, classes)
-    labels = torch.as_tensor(train.labels, dtype=torch.long)
     best_state: dict = {}
-
-    def step_loss(rng: np.random.Generator) -> torch.Tensor:
-        rows = rng.choice(len(train), min(config.batch_size, len(train)), replace=False)
-        logits = classifier([train.first[i] for i in rows], [train.second[i] for i in rows])
-        return nn.functional.cross_entropy(logits, labels[rows])
 
     def keep_best(metrics: dict, step: int) -> None:
         best_state.update(copy.deepcopy(classifier.state_dict()))
 
     evaluation = Evaluation(PairAccuracy(dev), classifier, config.eval_every, on_best=keep_best)
-    found = _optimise(classifier, config, out, step_loss, evaluation)
+    objective = PairClassificationObjective(classifier, train, config.batch_size, config.seed)
+    found = _optimise(objective, config, out, evaluation)
     classifier.load_state_dict(best_state)
     test = pair_metrics(test.labels, classifier.predict(test))
     return {"step": found["step"], "dev": found["metrics"], "test": test, "train": asdict(config)}
