@@ -84,6 +84,14 @@ def _families(family: str | None) -> list[str]:
     return [family]
 
 
+def setting_names(config: Config) -> list[str]:
+    """``config``'s fields, its class's own first, then those it inherits (the run settings
+    every training config shares, :class:`~ctxsent.training.settings.RunSettings`)."""
+    names = [f.name for f in dataclasses.fields(config)]
+    own = [n for n in type(config).__dict__.get("__annotations__", {}) if n in names]
+    return own + [n for n in names if n not in own]
+
+
 def apply_overrides(config: Config, assignments: typing.Iterable[str]) -> Config:
     """``config`` with ``["key=value", ...]`` applied, later assignments winning.
 
@@ -97,7 +105,7 @@ def apply_overrides(config: Config, assignments: typing.Iterable[str]) -> Config
     text is refused with one line naming the key.
     """
     hints = typing.get_type_hints(type(config))
-    known = [f.name for f in dataclasses.fields(config)]
+    known = setting_names(config)
     changes: dict[str, Any] = {}
     for assignment in assignments:
         key, sep, raw = assignment.partition("=")

@@ -177,3 +177,13 @@ def test_set_is_applied_after_the_command_s_own_options():
     config = CrossThoughtPretrainConfig("mlm-1-64-cpu", max_steps=5, overrides=["max_steps=7"])
     assert config.resolved_preset().max_steps == 7
     assert CrossThoughtPretrainConfig("mlm-1-64-cpu", max_steps=5).resolved_preset().max_steps == 5
+
+
+def test_settings_list_the_configs_own_fields_before_the_shared_run_settings():
+    from ctxsent.presets import setting_names
+    from ctxsent.training.encoder_presets import EncoderPretrainConfig
+
+    names = setting_names(EncoderPretrainConfig())
+    assert names[:2] == ["model", "vocab_size"] and names.index("precision") == 15
+    shared = ["accumulate", "accelerator", "devices", "strategy", "num_nodes"]
+    assert names[-8:] == [*shared, "eval", "eval_every", "patience"]  # precision: its own

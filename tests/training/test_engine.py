@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from ctxsent.training.engine import Evaluation, OptimizerSettings, Placement, train_objective
+from ctxsent.training.engine import Evaluation, OptimizerSettings, train_objective
+from ctxsent.training.settings import RunSettings
 
 
 class Toy(torch.nn.Module):
@@ -37,7 +38,7 @@ class Scripted:
         return {"score": self.scores[self.calls - 1], "calls": float(self.calls)}
 
 
-PLACEMENT = Placement(precision="fp32", accelerator="cpu")
+PLACEMENT = RunSettings(precision="fp32", accelerator="cpu", devices=1)
 
 
 def _train(out, evaluation=None, steps=20):

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ctxsent.presets import FAMILIES, presets
+from ctxsent.presets import FAMILIES, presets, setting_names
 
 
 def list_presets(
@@ -23,6 +23,10 @@ def list_presets(
     """List the presets: name, family and description, one a line (tab-separated)."""
     for preset in presets(family):
         if as_json:
-            typer.echo(json.dumps(asdict(preset), default=str))
+            listed = asdict(preset)
+            listed["config"] = {
+                name: listed["config"][name] for name in setting_names(preset.config)
+            }
+            typer.echo(json.dumps(listed, default=str))
         else:
             typer.echo(f"{preset.name}\t{preset.family}\t{preset.description}")

@@ -56,12 +56,10 @@ from ctxsent.training.engine import Evaluation, OptimizerSettings, train_objecti
 from ctxsent.training.runs import finish_run, records_digest, start_run
 from ctxsent.training.sampling import LengthGroupedBatches, QuestionBatches
 from ctxsent.training.settings import (
-    ACCELERATORS,
     ARCHS,
     LOSSES,
     MIN_INPUT_LENGTH,
-    PRECISIONS,
-    STRATEGIES,
+    RunSettings,
 )
 
 #: What a fine-tuning run writes to ``OUT`` that an ``overwrite`` run starts without.
@@ -73,12 +71,9 @@ TrainableRanker = TransformerRanker | BiEncoderRanker
 
 
 @dataclass
-class As2TrainConfig:
+class As2TrainConfig(RunSettings):
     learning_rate: float = 2e-5
     batch_size: int = 32
-    #: batches whose gradients make one optimizer step: the batch is split in this many
-    #: forward passes (gradient accumulation; less memory, the same batch size)
-    accumulate: int = 1
     epochs: int = 3
     max_steps: int | None = None
     warmup_ratio: float = 0.1
@@ -108,25 +103,16 @@ class As2TrainConfig:
     #: Listwise bi-encoders only: each question's softmax also covers the candidates of the
     #: other questions in its batch (on its own process under DDP), as extra negatives.
     in_batch_negatives: bool = False
-    precision: str = "auto"
-    accelerator: str = "auto"
-    devices: int | str = "auto"
-    #: Lightning strategy: "auto", "ddp", "fsdp", ... (many GPUs or machines).
-    strategy: str = "auto"
-    num_nodes: int = 1
     seed: int = 42
 
     def __post_init__(self) -> None:
         check_range(self, "learning_rate head_lr_scale temperature", 0, above=True)
         check_range(self, "batch_size epochs max_steps eval_every patience eval_batch_size", 1)
-        check_range(self, "max_negatives_per_question num_nodes questions_per_batch", 1)
-        check_range(self, "accumulate", 1, self.batch_size)
+        check_range(self, "max_negatives_per_question questions_per_batch", 1)
         check_range(self, "warmup_ratio", 0, 1)
         check_range(self, "weight_decay max_grad_norm seed", 0)
         check_choice(self, "loss", LOSSES)
-        check_choice(self, "precision", PRECISIONS)
-        check_choice(self, "accelerator", ACCELERATORS)
-        check_choice(self, "strategy", STRATEGIES)
+        super().__post_init__()
         if self.questions_per_batch is not None and self.loss != "listwise":
             raise InputError("applies to the listwise loss only", field="questions_per_batch")
         if self.in_batch_negatives and self.loss != "listwise":

@@ -69,18 +69,17 @@ from ctxsent.tasks.senteval import Pairs
 from ctxsent.training.engine import (
     Evaluation,
     OptimizerSettings,
-    Placement,
     pretraining_evaluation,
     train_objective,
 )
 from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import StreamBatches
-from ctxsent.training.settings import ACCELERATORS, PRECISIONS, STRATEGIES
+from ctxsent.training.settings import ACCELERATORS, PRECISIONS, PretrainSettings, RunSettings
 
 
 # ---- pre-training ------------------------------------------------------------------------------
 @dataclass
-class CrossThoughtPretrainConfig:
+class CrossThoughtPretrainConfig(PretrainSettings):
     """A pre-training run: a preset plus what this machine and budget change."""
 
     preset: str
@@ -90,31 +89,16 @@ class CrossThoughtPretrainConfig:
     max_steps: int | None = None
     max_minutes: float | None = None
     checkpoint_every: int = 200
-    #: batches whose gradients make one optimizer step: the batch is split in this many
-    #: forward passes (gradient accumulation; less memory, the same batch size)
-    accumulate: int = 1
-    #: evaluator during training (:mod:`ctxsent.evaluation.specs`): dev metrics, the best
-    #: model kept, early stopping after ``patience`` evaluations without a better one
-    eval: str | None = None
-    eval_every: int | None = None  # steps between evaluations; None: every checkpoint
-    patience: int | None = None
-    precision: str = "auto"
-    accelerator: str = "auto"
-    devices: int | str = "auto"
-    strategy: str = "auto"
-    num_nodes: int = 1
     seed: int = 0
     overrides: list[str] | None = None
     """``key=value`` settings of the preset (:func:`~ctxsent.presets.apply_overrides`),
     kept as given so a resumed run compares them; ``None``: the preset as registered."""
 
     def __post_init__(self) -> None:
-        check_range(self, "max_steps checkpoint_every num_nodes eval_every patience accumulate", 1)
+        check_range(self, "max_steps checkpoint_every", 1)
         check_range(self, "max_minutes", 0, above=True)
         check_range(self, "seed", 0)
-        check_choice(self, "precision", PRECISIONS)
-        check_choice(self, "accelerator", ACCELERATORS)
-        check_choice(self, "strategy", STRATEGIES)
+        super().__post_init__()
 
     def resolved_preset(self) -> CrossThoughtPreset:
         """The preset, then ``max_steps`` and ``from_backbone`` when set, then ``overrides``
@@ -252,7 +236,7 @@ def _optimise(
         objective,
         DataLoader(range(config.max_steps), batch_size=None),
         out,
-        Placement(config.precision, config.accelerator),
+        RunSettings(precision=config.precision, accelerator=config.accelerator, devices=1),
         OptimizerSettings(
             config.learning_rate, warmup_ratio=config.warmup_ratio, total_steps=config.max_steps
         ),

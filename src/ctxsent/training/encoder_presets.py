@@ -25,17 +25,17 @@ corpus sentences, and a 10-minute budget instead of one epoch (``--max-minutes``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from ctxsent.errors import check_choice, check_range
+from ctxsent.errors import check_range
 from ctxsent.presets import Preset, register
-from ctxsent.training.settings import ACCELERATORS, PRECISIONS, STRATEGIES
+from ctxsent.training.settings import PretrainSettings
 
 GLOVE_PACKAGE = "glove-6b-50d"
 
 
 @dataclass
-class EncoderPretrainConfig:
+class EncoderPretrainConfig(PretrainSettings):
     """Every setting of a pre-training run; ``model`` picks the paper."""
 
     model: str = "rnn-cnn"  # "rnn-cnn" or "mean-max-aae"
@@ -47,26 +47,14 @@ class EncoderPretrainConfig:
     max_length: int = 30
     max_sentences: int | None = None
     batch_size: int = 512
-    #: batches whose gradients make one optimizer step: the batch is split in this many
-    #: forward passes (gradient accumulation; less memory, the same batch size)
-    accumulate: int = 1
     learning_rate: float = 5e-4
     max_grad_norm: float | None = None
     epochs: int = 1
     max_steps: int | None = None
     max_minutes: float | None = None
     checkpoint_every: int = 500
-    #: evaluator during training (:mod:`ctxsent.evaluation.specs`): dev metrics, the best
-    #: model kept, early stopping after ``patience`` evaluations without a better one
-    eval: str | None = None
-    eval_every: int | None = None  # steps between evaluations; None: every checkpoint
-    patience: int | None = None
     seed: int = 0
-    precision: str = "fp32"
-    accelerator: str = "auto"
-    devices: int | str = "auto"
-    strategy: str = "auto"
-    num_nodes: int = 1
+    precision: str = field(default="fp32", kw_only=True)  # AAE / RNN-CNN runs compare in fp32
     # encoders
     encoder: str = "gru"  # RNN-CNN: "gru" or "cnn"
     architecture: str = "attention"  # Mean-Max AAE: "attention" (AAE) or "lstm" (RAE)
@@ -85,14 +73,11 @@ class EncoderPretrainConfig:
     def __post_init__(self) -> None:
         check_range(self, "vocab_size embedding_dim max_length max_sentences batch_size", 1)
         check_range(self, "epochs max_steps checkpoint_every hidden_size ffn_size heads", 1)
-        check_range(self, "target_length num_nodes eval_every patience", 1)
-        check_range(self, "accumulate", 1, self.batch_size)
+        check_range(self, "target_length", 1)
         check_range(self, "learning_rate max_grad_norm max_minutes", 0, above=True)
         check_range(self, "expand_vocabulary seed", 0)
         check_range(self, "dropout", 0, 1, below=True)
-        check_choice(self, "precision", PRECISIONS)
-        check_choice(self, "accelerator", ACCELERATORS)
-        check_choice(self, "strategy", STRATEGIES)
+        super().__post_init__()
 
 
 _RNN_CNN_CPU = {

@@ -19,7 +19,7 @@ parts (``mlm``, ``ssp``, ``rtd``, ...), plus any metric worth logging. One Light
 
 * precision (:func:`~ctxsent.models.precision.lightning_precision`: ``auto`` is bf16 where
   the hardware has it), accelerator, devices, strategy (DDP, FSDP) and number of nodes,
-  from the config's :class:`RunPlacement` fields;
+  from the config's :class:`~ctxsent.training.settings.RunSettings`;
 * a checkpoint in ``OUT/checkpoints`` after every evaluation, or every
   ``checkpoint_every`` steps (:func:`newest_checkpoint`), and :func:`train_objective` resumes
   from it;
@@ -42,7 +42,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import lightning as L
 import torch
@@ -55,27 +55,7 @@ from ctxsent.models.precision import lightning_precision
 from ctxsent.protocols import Evaluator
 from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.sampling import FollowTrainer
-
-
-class RunPlacement(Protocol):
-    """Where and how precisely a run trains: fields every training config has."""
-
-    precision: str
-    accelerator: str
-    devices: int | str
-    strategy: str
-    num_nodes: int
-
-
-@dataclass(frozen=True)
-class Placement:
-    """A :class:`RunPlacement` for runs whose config names no devices: one device."""
-
-    precision: str = "auto"
-    accelerator: str = "auto"
-    devices: int | str = 1
-    strategy: str = "auto"
-    num_nodes: int = 1
+from ctxsent.training.settings import RunSettings
 
 
 # ---- optimisation ------------------------------------------------------------------------------
@@ -307,7 +287,7 @@ def last_checkpoint(out_dir: Path) -> Path:
 
 def build_trainer(
     out_dir: Path,
-    placement: RunPlacement,
+    placement: RunSettings,
     *,
     max_steps: int,
     max_epochs: int = -1,
@@ -402,7 +382,7 @@ def train_objective(
     objective: nn.Module,
     loader: DataLoader,
     out: Path,
-    placement: RunPlacement,
+    placement: RunSettings,
     optimizer: OptimizerSettings,
     *,
     seed: int,

@@ -1,4 +1,5 @@
-"""The values that choice settings of training runs take, for the configs and the CLI alike.
+"""Settings every training run has (:class:`RunSettings`, :class:`PretrainSettings`), and the
+values their choice settings take, for the configs and the CLI alike.
 
 Configs check them in ``__post_init__`` (:func:`~ctxsent.errors.check_choice`); the CLI
 offers them as the option's choices. Nothing heavy is imported, so ``--help`` stays instant.
@@ -6,7 +7,10 @@ offers them as the option's choices. Nothing heavy is imported, so ``--help`` st
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, get_args
+
+from ctxsent.errors import check_choice, check_range
 
 #: Training precision (:mod:`ctxsent.models.precision`; ``int8`` is for inference only).
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
@@ -28,3 +32,43 @@ ARCHS: tuple[str, ...] = get_args(Arch)
 #: Shortest input of a cross-encoder: ``[CLS]``, three ``[SEP]`` and a few tokens of each
 #: segment (:func:`~ctxsent.models.segments.encode_segments`).
 MIN_INPUT_LENGTH = 8
+
+
+@dataclass(kw_only=True)
+class RunSettings:
+    """Where a run trains and how (:mod:`~ctxsent.training.engine`), for every training
+    config: inherited keyword-only, so a config's own fields keep their order and are listed
+    first (:func:`~ctxsent.presets.setting_names`). A subclass calls ``super().__post_init__()``."""
+
+    #: batches whose gradients make one optimizer step: the batch is split in this many
+    #: forward passes (gradient accumulation; less memory, the same batch size)
+    accumulate: int = 1
+    precision: str = "auto"
+    accelerator: str = "auto"
+    devices: int | str = "auto"
+    #: Lightning strategy: "auto", "ddp", "fsdp", ... (many GPUs or machines).
+    strategy: str = "auto"
+    num_nodes: int = 1
+
+    def __post_init__(self) -> None:
+        check_range(self, "num_nodes", 1)
+        check_range(self, "accumulate", 1, getattr(self, "batch_size", None))
+        check_choice(self, "precision", PRECISIONS)
+        check_choice(self, "accelerator", ACCELERATORS)
+        check_choice(self, "strategy", STRATEGIES)
+
+
+@dataclass(kw_only=True)
+class PretrainSettings(RunSettings):
+    """:class:`RunSettings` and an evaluator during pre-training
+    (:mod:`ctxsent.evaluation.specs`): dev metrics every ``eval_every`` steps (``None``: every
+    checkpoint), the best model kept, early stopping after ``patience`` evaluations without
+    a better primary metric."""
+
+    eval: str | None = None
+    eval_every: int | None = None
+    patience: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_range(self, "eval_every patience", 1)

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ctxsent.errors import InputError, check_choice, check_range
+from ctxsent.errors import InputError, check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.objectives.electra_sizes import ELECTRA_BASE, ELECTRA_SMALL, ElectraSize
 from ctxsent.presets import Preset, register
-from ctxsent.training.settings import ACCELERATORS, MIN_INPUT_LENGTH, PRECISIONS, STRATEGIES
+from ctxsent.training.settings import MIN_INPUT_LENGTH, PretrainSettings
 
 
 @dataclass
-class SspPretrainConfig:
+class SspPretrainConfig(PretrainSettings):
     objective: str | None = None  # checked against the data folder when set (presets)
     backbone: str = DEFAULT_BACKBONE
     learning_rate: float = 5e-5
@@ -27,9 +27,6 @@ class SspPretrainConfig:
     #: token states (a one-exit :class:`CascadeRanker`, saved as such)
     readout: str = "cls"
     batch_size: int = 32
-    #: batches whose gradients make one optimizer step: the batch is split in this many
-    #: forward passes (gradient accumulation; less memory, the same batch size)
-    accumulate: int = 1
     max_steps: int = 1000
     warmup_steps: int = 100
     weight_decay: float = 0.01
@@ -43,16 +40,6 @@ class SspPretrainConfig:
     electra: ElectraSize | None = None  # set: ELECTRA from scratch instead of ``backbone``
     max_length: int = 128
     checkpoint_every: int = 200
-    #: evaluator during training (:mod:`ctxsent.evaluation.specs`): dev metrics, the best
-    #: model kept, early stopping after ``patience`` evaluations without a better one
-    eval: str | None = None
-    eval_every: int | None = None  # steps between evaluations; None: every checkpoint
-    patience: int | None = None
-    precision: str = "auto"
-    accelerator: str = "auto"
-    devices: int | str = "auto"
-    strategy: str = "auto"
-    num_nodes: int = 1
     seed: int = 42
     heldout_examples: int = 1000  # scored at the end on examples no step drew (ssp_heldout)
 
@@ -69,13 +56,10 @@ class SspPretrainConfig:
         check_range(self, "mlm_weight ssp_weight rtd_weight warmup_steps weight_decay", 0)
         check_range(self, "seed heldout_examples", 0)
         check_range(self, "learning_rate head_lr_scale max_grad_norm", 0, above=True)
-        check_range(self, "batch_size max_steps checkpoint_every num_nodes eval_every patience", 1)
-        check_range(self, "accumulate", 1, self.batch_size)
+        check_range(self, "batch_size max_steps checkpoint_every", 1)
         check_range(self, "max_length", MIN_INPUT_LENGTH)
         check_range(self, "mlm_probability", 0, 1, above=True, below=True)
-        check_choice(self, "precision", PRECISIONS)
-        check_choice(self, "accelerator", ACCELERATORS)
-        check_choice(self, "strategy", STRATEGIES)
+        super().__post_init__()
 
 
 #: ``RankerConfig.backbone`` of a discriminator built from scratch
