@@ -251,7 +251,7 @@ class ObjectiveModule(L.LightningModule):
 
 
 def _numbers(metrics: dict) -> dict[str, float]:
-    return {k: v for k, v in metrics.items() if isinstance(v, int | float) and v is not None}
+    return {k: v for k, v in metrics.items() if isinstance(v, int | float)}
 
 
 # ---- the one trainer ---------------------------------------------------------------------------
