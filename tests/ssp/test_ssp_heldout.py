@@ -37,6 +37,12 @@ def test_unseen_examples_are_exactly_those_no_step_draws(ssp_data):
     sample = unseen_indices(lengths, 8, 42, steps=5, count=12)
     assert len(sample) == 12 and set(sample) <= set(unseen) and sample == sorted(sample)
     assert sample == unseen_indices(lengths, 8, 42, steps=5, count=12)  # seeded
+    # accumulated steps draw another stream (batches of 4, two a step): its unseen examples
+    drawn = StreamBatches(len(lengths), 8, 42, 5, lengths, accumulate=2)
+    seen_in_parts = {i for batch in drawn for i in batch}
+    unseen_in_parts = unseen_indices(lengths, 8, 42, steps=5, count=10**6, accumulate=2)
+    assert not seen_in_parts & set(unseen_in_parts)
+    assert len(seen_in_parts) + len(unseen_in_parts) == len(lengths)
 
 
 def test_roc_auc_counts_ties_as_half_and_needs_both_classes():

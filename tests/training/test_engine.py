@@ -4,6 +4,7 @@ kept, named losses logged, tokens counted, a resumed run going on from its check
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -131,12 +132,11 @@ def _stream_run(out, steps: int, accumulate: int):
         objective,
         DataLoader(torch.arange(64.0), batch_sampler=batches),
         out,
-        PLACEMENT,
+        replace(PLACEMENT, accumulate=accumulate),
         OptimizerSettings(0.1, schedule="constant"),
         seed=0,
         max_steps=steps,
         checkpoint_every=2,
-        accumulate=accumulate,
     )
     return trained, objective
 

@@ -31,10 +31,14 @@ from ctxsent.training.sampling import StreamBatches
 NO_HELDOUT = "no held-out examples: the run drew every example of its data"
 
 
-def unseen_indices(lengths, batch_size: int, seed: int, steps: int, count: int) -> list[int]:
-    """Up to ``count`` examples (seeded sample, sorted) that ``steps`` training steps never draw."""
+def unseen_indices(
+    lengths, batch_size: int, seed: int, steps: int, count: int, accumulate: int = 1
+) -> list[int]:
+    """Up to ``count`` examples (seeded sample, sorted) that ``steps`` training steps (of
+    ``accumulate`` batches each) never draw."""
     seen: set[int] = set()
-    for batch in StreamBatches(len(lengths), batch_size, seed, steps, lengths=lengths):
+    stream = StreamBatches(len(lengths), batch_size, seed, steps, lengths, accumulate=accumulate)
+    for batch in stream:
         seen.update(batch)
     unseen = [i for i in range(len(lengths)) if i not in seen]
     return sorted(random.Random(f"ssp-heldout:{seed}").sample(unseen, min(count, len(unseen))))
@@ -118,8 +122,9 @@ def evaluate_run(run: str | Path, count: int = 1000, batch_size: int = 64) -> di
     config = summary["config"]
     dataset, _ = load_ssp_dataset(summary["data"])
     indices = unseen_indices(
-        example_lengths(dataset), config["batch_size"], config["seed"], summary["steps"], count
-    )
+        example_lengths(dataset), config["batch_size"], config["seed"], summary["steps"], count,
+        config.get("accumulate", 1),
+    )  # fmt: skip
     ranker = ctxsent.load(run / "model")
     return {"run": str(run), "steps": summary["steps"], "data": summary["data"]} | (
         ssp_heldout_metrics(ranker, dataset, indices, batch_size)

@@ -437,7 +437,6 @@ def finetune_as2(
         callbacks=[ReleaseFreeHeap()],
         seeded_steps=False,
         strategy=_strategy(config, ranker),
-        accumulate=config.accumulate,
     )
     trained.trainer.strategy.barrier()  # rank 0 writes best.json
     best = json.loads((out_dir / "best.json").read_text())

@@ -172,7 +172,6 @@ def pretrain_cross_thought(
         max_grad_norm=1.0,
         checkpoint_every=config.checkpoint_every,
         evaluation=evaluation,
-        accumulate=config.accumulate,
     )
     summary = {
         "preset": asdict(preset),

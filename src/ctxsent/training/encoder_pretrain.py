@@ -219,7 +219,6 @@ def pretrain_encoder(
         max_grad_norm=config.max_grad_norm,
         checkpoint_every=config.checkpoint_every,
         evaluation=evaluation,
-        accumulate=config.accumulate,
     )
     saved_words = None
     if trained.is_global_zero and evaluation is None:  # else OUT/encoder is the best's

@@ -15,7 +15,7 @@ parts (``mlm``, ``ssp``, ``rtd``, ...), plus any metric worth logging. One Light
   steps, logged as ``dev_<metric>``; its primary metric drives early stopping and keeps the
   best model (``on_best``).
 
-:func:`build_trainer` makes the one Lightning ``Trainer``:
+:func:`train_objective` runs it on the one Lightning ``Trainer``:
 
 * precision (:func:`~ctxsent.models.precision.lightning_precision`: ``auto`` is bf16 where
   the hardware has it), accelerator, devices, strategy (DDP, FSDP) and number of nodes,
@@ -200,7 +200,7 @@ class ObjectiveModule(L.LightningModule):
         self.objective, self.optimizer_settings, self.seed = objective, optimizer, seed
         self.evaluation, self.seeded_steps, self.accumulate = evaluation, seeded_steps, accumulate
         self.best: dict = {}
-        self.tokens_seen = 0
+        self._tokens: int | torch.Tensor = 0  # summed on the device: no host sync a step
         self.start_step = 0
 
     def training_step(self, batch, batch_idx):
@@ -211,10 +211,15 @@ class ObjectiveModule(L.LightningModule):
             torch.manual_seed(step_seed + 7_919 * self.global_rank)
             generator = torch.Generator(device=self.device).manual_seed(step_seed)
         losses = self.objective(batch, generator)
-        self.tokens_seen += int(losses.pop("tokens", 0))
+        if "tokens" in losses:
+            self._tokens = self._tokens + losses.pop("tokens").detach()
         logged = {"train_loss" if name == "loss" else name: value for name, value in losses.items()}
         self.log_dict(logged, prog_bar=True, batch_size=1)
         return losses["loss"]
+
+    @property
+    def tokens_seen(self) -> int:
+        return int(self._tokens)
 
     def on_train_start(self) -> None:
         self.start_step = self.global_step  # after a resume, the restored step
@@ -240,7 +245,7 @@ class ObjectiveModule(L.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         self.best = checkpoint.get("best", {})
-        self.tokens_seen = checkpoint.get("tokens_seen", 0)
+        self._tokens = checkpoint.get("tokens_seen", 0)
         if not self.seeded_steps and "torch_rng_state" in checkpoint:
             torch.set_rng_state(checkpoint["torch_rng_state"])  # dropout goes on where it was
 
@@ -283,71 +288,6 @@ def newest_checkpoint(dirpath: Path, **when) -> ModelCheckpoint:
 def last_checkpoint(out_dir: Path) -> Path:
     """Where a run in ``out_dir`` keeps the checkpoint it resumes from."""
     return Path(out_dir) / "checkpoints" / "last.ckpt"
-
-
-def build_trainer(
-    out_dir: Path,
-    placement: RunSettings,
-    *,
-    max_steps: int,
-    max_epochs: int = -1,
-    max_minutes: float | None = None,
-    gradient_clip_val: float | None = None,
-    eval_every: int | None = None,
-    checkpoint_every: int | None = None,
-    callbacks: Sequence[Callback] = (),
-    checkpoints: bool = True,
-    strategy: str | None = None,
-    log_every_n_steps: int = 50,
-    refresh_rate: int = 10,
-    accumulate: int = 1,
-) -> L.Trainer:
-    """The trainer of a run in ``out_dir``.
-
-    ``eval_every``: steps between evaluations on the validation loader (``None``: no
-    evaluation); a checkpoint follows every evaluation, or every ``checkpoint_every`` steps
-    when that is given; ``checkpoints=False`` keeps none (a run that starts again rather
-    than resuming). ``strategy`` replaces ``placement.strategy`` (a strategy object or a
-    refined name, e.g. DDP that expects unused parameters). ``max_minutes`` stops the run
-    after that much training time in total, across resumes. ``accumulate``: batches whose
-    gradients add up to one optimizer step; steps, evaluations and checkpoints count
-    optimizer steps.
-    """
-    out_dir = Path(out_dir)
-    when = {"every_n_train_steps": checkpoint_every} if checkpoint_every else {}
-    loggers: list = [L.pytorch.loggers.CSVLogger(out_dir, name="logs")]
-    if importlib.util.find_spec("tensorboard") is not None:
-        loggers.append(L.pytorch.loggers.TensorBoardLogger(out_dir, name="tensorboard"))
-    evaluation = (
-        {"val_check_interval": eval_every * accumulate, "check_val_every_n_epoch": None}
-        if eval_every
-        else {"limit_val_batches": 0}
-    )
-    return L.Trainer(
-        default_root_dir=out_dir,
-        accelerator=placement.accelerator,
-        devices=placement.devices,
-        strategy=strategy or placement.strategy,
-        num_nodes=placement.num_nodes,
-        max_epochs=max_epochs,
-        max_steps=max_steps,
-        max_time={"minutes": max_minutes} if max_minutes else None,
-        precision=lightning_precision(placement.precision, device_type(placement.accelerator)),
-        gradient_clip_val=gradient_clip_val,
-        accumulate_grad_batches=accumulate,
-        callbacks=[
-            *([newest_checkpoint(out_dir / "checkpoints", **when)] if checkpoints else []),
-            *callbacks,
-            StderrProgressBar(refresh_rate=refresh_rate),
-        ],
-        enable_checkpointing=checkpoints,
-        logger=loggers,
-        log_every_n_steps=log_every_n_steps,
-        num_sanity_val_steps=0,
-        enable_model_summary=False,
-        use_distributed_sampler=False,
-        **evaluation,
-    )
 
 
 @dataclass
@@ -397,43 +337,66 @@ def train_objective(
     seeded_steps: bool = True,
     strategy: str | None = None,
     log_every_n_steps: int = 50,
-    accumulate: int = 1,
 ) -> Trained:
-    """Train ``objective`` on ``loader`` in the run folder ``out`` (:class:`ObjectiveModule`
-    on :func:`build_trainer`), resuming from ``OUT/checkpoints/last.ckpt`` when it exists.
+    """Train ``objective`` on ``loader`` in the run folder ``out`` with :class:`ObjectiveModule`
+    on the one Lightning trainer (module docstring), resuming from ``OUT/checkpoints/last.ckpt``
+    when it exists.
 
-    A batch sampler that follows the trainer (:class:`~ctxsent.training.sampling.FollowTrainer`)
-    is kept at the trainer's rank, epoch and step. With an ``evaluation``, the run is
-    evaluated every ``evaluation.every`` steps and after the last (unless it stopped early),
-    and stops early on its primary metric. With ``checkpoints``, the final state is
-    checkpointed too, so a rerun with more steps goes on from it. ``accumulate`` batches
-    make one optimizer step (a stream sampler built with the same ``accumulate``).
+    ``placement`` says where and how (precision, devices, strategy, nodes, and
+    ``accumulate`` batches a step, which a stream sampler must be built with too);
+    ``strategy`` replaces its strategy (a strategy object or a refined name, e.g. DDP that
+    expects unused parameters). A batch sampler that follows the trainer
+    (:class:`~ctxsent.training.sampling.FollowTrainer`) is kept at its rank, epoch and step.
+    A checkpoint follows every evaluation, or every ``checkpoint_every`` steps when that is
+    given; ``checkpoints=False`` keeps none (a run that starts again rather than resuming);
+    with checkpoints the final state is checkpointed too, so a rerun with more steps goes on
+    from it. With an ``evaluation``, the run is evaluated every ``evaluation.every`` steps and
+    after the last (unless it stopped early), and stops early on its primary metric.
+    ``max_minutes`` stops the run after that much training time in total, across resumes.
+    Steps, evaluations and checkpoints count optimizer steps.
     """
+    accumulate = placement.accumulate
     module = ObjectiveModule(objective, optimizer, seed, evaluation, seeded_steps, accumulate)
     extra: list[Callback] = list(callbacks)
     if hasattr(loader.batch_sampler, "start_epoch"):
         extra.insert(0, FollowTrainer(loader.batch_sampler))
-    evaluating = None
+    if checkpoints:
+        when = {"every_n_train_steps": checkpoint_every} if checkpoint_every else {}
+        extra.insert(0, newest_checkpoint(Path(out) / "checkpoints", **when))
+    evaluating, validation = None, {"limit_val_batches": 0}
     if evaluation is not None:
         evaluating = DataLoader([0], batch_size=None)
+        validation = {
+            "val_check_interval": evaluation.every * accumulate,  # counted in batches
+            "check_val_every_n_epoch": None,
+        }
         if evaluation.patience is not None:
             extra.append(
                 EarlyStopping(evaluation.monitor, mode="max", patience=evaluation.patience)
             )
-    trainer = build_trainer(
-        out,
-        placement,
-        max_steps=max_steps,
+    loggers: list = [L.pytorch.loggers.CSVLogger(out, name="logs")]
+    if importlib.util.find_spec("tensorboard") is not None:
+        loggers.append(L.pytorch.loggers.TensorBoardLogger(out, name="tensorboard"))
+    trainer = L.Trainer(
+        default_root_dir=out,
+        accelerator=placement.accelerator,
+        devices=placement.devices,
+        strategy=strategy or placement.strategy,
+        num_nodes=placement.num_nodes,
         max_epochs=max_epochs,
-        max_minutes=max_minutes,
+        max_steps=max_steps,
+        max_time={"minutes": max_minutes} if max_minutes else None,
+        precision=lightning_precision(placement.precision, device_type(placement.accelerator)),
         gradient_clip_val=max_grad_norm,
-        eval_every=evaluation.every if evaluation is not None else None,
-        checkpoint_every=checkpoint_every,
-        callbacks=extra,
-        checkpoints=checkpoints,
-        strategy=strategy,
+        accumulate_grad_batches=accumulate,
+        callbacks=[*extra, StderrProgressBar(refresh_rate=10)],
+        enable_checkpointing=checkpoints,
+        logger=loggers,
         log_every_n_steps=log_every_n_steps,
-        accumulate=accumulate,
+        num_sanity_val_steps=0,
+        enable_model_summary=False,
+        use_distributed_sampler=False,
+        **validation,
     )
     last = last_checkpoint(out)
     resumed = checkpoints and last.exists()

@@ -169,10 +169,15 @@ def pretrain_ssp(
             path=data,
         )
     lengths = example_lengths(dataset)
+
+    def heldout_after(steps: int) -> list[int]:
+        return unseen_indices(
+            lengths, config.batch_size, config.seed, steps, config.heldout_examples,
+            config.accumulate,
+        )  # fmt: skip
+
     if config.eval == "heldout":
-        indices = unseen_indices(
-            lengths, config.batch_size, config.seed, config.max_steps, config.heldout_examples
-        )
+        indices = heldout_after(config.max_steps)
         evaluator = SspHeldoutEvaluator(dataset, indices)
     else:
         evaluator = config.eval and evaluator_from_spec(config.eval, ("heldout", "as2")) or None
@@ -226,11 +231,11 @@ def pretrain_ssp(
         evaluation=evaluation,
         callbacks=[*([] if evaluation else [SaveModel(ranker, model_dir)]), *(callbacks or ())],
         log_every_n_steps=min(50, config.checkpoint_every),
-        accumulate=config.accumulate,
     )
-    heldout = unseen_indices(
-        lengths, config.batch_size, config.seed, trained.steps, config.heldout_examples
-    )
+    if config.eval == "heldout" and trained.steps == config.max_steps:
+        heldout = indices  # the same examples: no second pass over the batch stream
+    else:
+        heldout = heldout_after(trained.steps)
     result = {
         "steps": trained.steps,
         "final": {"loss" if k == "train_loss" else k: v for k, v in trained.metrics.items()},
