@@ -110,7 +110,7 @@ def senteval(
     )
     from ctxsent.io import atomic_write, check_writable
     from ctxsent.resolver import load_encoder
-    from ctxsent.tasks.senteval import get_task, load_task
+    from ctxsent.tasks.senteval import load_tasks
 
     cache = cache or DEFAULT_CACHE
 
@@ -118,8 +118,7 @@ def senteval(
         check_writable(output, folder=False)
     if not no_cache:
         check_writable(cache, folder=True)
-    names = DEFAULT_TASKS if tasks.strip().lower() == "all" else tasks.split(",")
-    loaded = [load_task(get_task(name.strip()), data) for name in names if name.strip()]
+    loaded = load_tasks(tasks, data)
     if threads is not None:
         import torch
 

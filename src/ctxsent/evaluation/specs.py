@@ -43,11 +43,10 @@ def evaluator_from_spec(
         return As2Evaluator(records, batch_size)
     if kind == "senteval" and where:
         from ctxsent.evaluation.senteval import SentEvalEvaluator
-        from ctxsent.tasks.senteval import DEFAULT_TASKS, get_task, load_task
+        from ctxsent.tasks.senteval import load_tasks
 
         folder, tasks = _path_and_option(where)
-        names = tasks.split(",") if tasks else DEFAULT_TASKS
-        loaded = [load_task(get_task(name.strip()), folder) for name in names]
+        loaded = load_tasks(tasks or "all", folder)
         if not any(data.task.main_metric == "acc" for data in loaded):
             raise InputError(
                 "name a classification task: the primary metric is their macro accuracy",

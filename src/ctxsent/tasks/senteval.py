@@ -149,6 +149,13 @@ def get_task(name: str) -> SentEvalTask:
     raise InputError(f"unknown task {name!r}; known: {known}", field="tasks")
 
 
+def load_tasks(names: str, data_dir: str | Path) -> list[TaskData]:
+    """The tasks of a comma-separated list of names (``all``: :data:`DEFAULT_TASKS`), read
+    from ``data_dir``; all are read first, so bad data fails before any work."""
+    chosen = DEFAULT_TASKS if names.strip().lower() == "all" else names.split(",")
+    return [load_task(get_task(name.strip()), data_dir) for name in chosen if name.strip()]
+
+
 def load_task(task: SentEvalTask, data_dir: str | Path) -> TaskData:
     """Read all files of ``task`` from ``data_dir`` (laid out as ``../shared/data``)."""
     folder = Path(data_dir) / task.path

@@ -44,7 +44,7 @@ from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError, check_choice, check_range
 from ctxsent.evaluation.as2_evaluation import As2Evaluator
-from ctxsent.io import atomic_write, check_output
+from ctxsent.io import check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.bi_encoder import NOT_CONTEXTUAL, BiEncoderRanker
 from ctxsent.models.cascade import CascadeRanker
@@ -52,7 +52,7 @@ from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.transformer_ranker import TransformerRanker
 from ctxsent.objectives.as2 import As2Objective
 from ctxsent.tasks.as2_records import As2Record, group_by_question
-from ctxsent.training.engine import Evaluation, OptimizerSettings, train_objective
+from ctxsent.training.engine import Evaluation, OptimizerSettings, keep_best, train_objective
 from ctxsent.training.runs import finish_run, records_digest, start_run
 from ctxsent.training.sampling import LengthGroupedBatches, QuestionBatches
 from ctxsent.training.settings import (
@@ -411,12 +411,6 @@ def finetune_as2(
     train_batches, train_questions = _train_batches(train, config)
     steps_per_epoch = -(-len(train_batches) // config.accumulate)
 
-    def keep_best(metrics: dict, step: int) -> None:
-        ranker.save_pretrained(out_dir / "model")
-        summary = {"step": step, "dev": metrics, "train": asdict(config)}
-        with atomic_write(out_dir / "best.json") as handle:
-            json.dump(summary, handle, indent=2)
-
     trained = train_objective(
         As2Objective(ranker, config, train_questions),
         _loader(ranker, train, train_batches),
@@ -432,7 +426,11 @@ def finetune_as2(
             ranker,
             every=min(config.eval_every, steps_per_epoch * config.epochs),
             patience=config.patience,
-            on_best=keep_best,
+            on_best=keep_best(
+                out_dir,
+                lambda: ranker.save_pretrained(out_dir / "model"),
+                {"train": asdict(config)},
+            ),
         ),
         callbacks=[ReleaseFreeHeap()],
         seeded_steps=False,

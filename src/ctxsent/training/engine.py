@@ -152,22 +152,30 @@ class Evaluation:
         return f"dev_{self.evaluator.primary_metric}"
 
 
+def keep_best(
+    out: Path, save: Callable[[], None], report: dict | None = None
+) -> Callable[[dict, int], None]:
+    """An ``on_best`` that calls ``save`` (the model folder) and writes ``OUT/best.json``:
+    the step, the dev metrics and ``report``."""
+
+    def on_best(metrics: dict, step: int) -> None:
+        save()
+        with atomic_write(Path(out) / "best.json") as handle:
+            json.dump({"step": step, "dev": metrics, **(report or {})}, handle, indent=2)
+
+    return on_best
+
+
 def pretraining_evaluation(
     config, evaluator: Evaluator | None, model: Any, out: Path, save: Callable[[], None]
 ) -> Evaluation | None:
     """The :class:`Evaluation` of a pre-training run whose ``config`` has ``eval_every``
-    (``None``: every ``checkpoint_every`` steps) and ``patience``: each better primary
-    metric calls ``save`` (the model folder) and writes ``OUT/best.json`` (step, metrics)."""
+    (``None``: every ``checkpoint_every`` steps) and ``patience``; the best model is kept
+    (:func:`keep_best`)."""
     if evaluator is None:
         return None
-
-    def keep_best(metrics: dict, step: int) -> None:
-        save()
-        with atomic_write(Path(out) / "best.json") as handle:
-            json.dump({"step": step, "dev": metrics}, handle, indent=2)
-
     every = config.eval_every or config.checkpoint_every
-    return Evaluation(evaluator, model, every, config.patience, keep_best)
+    return Evaluation(evaluator, model, every, config.patience, keep_best(out, save))
 
 
 # A run without an Evaluation has no validation loader: nothing to warn about.
