@@ -8,7 +8,10 @@ fine-tune continues from its last checkpoint):
    or ``--preset-suffix ''`` for the GPU presets); for each ``--controls`` objective,
    also the MLM-only control on the same examples, steps and batch stream
    (``--ssp-weight 0``, row ``contextual+mlm-OBJ``): it separates what the SSP loss adds
-   from what the masked-word steps on the corpus add;
+   from what the masked-word steps on the corpus add; for each ``--fresh-heads``
+   objective, its SSP checkpoint is also fine-tuned with the SSP head re-drawn
+   (``--fresh-head``, row ``contextual+ssp-OBJ+fresh-head``): it separates what the
+   encoder learned from what the pre-trained head carries into fine-tuning;
 2. for each seed and target, fine-tune with one budget: the pairwise baseline, the
    contextual baseline and contextual + each pre-trained checkpoint (``ctxsent finetune
    as2``, chosen on the target's dev split);
@@ -107,6 +110,13 @@ def main() -> None:
         choices=OBJECTIVES,
         help="objectives whose examples also pre-train an MLM-only control",
     )
+    parser.add_argument(
+        "--fresh-heads",
+        nargs="*",
+        default=[],
+        choices=OBJECTIVES,
+        help="objectives whose SSP checkpoint is also fine-tuned with a fresh head",
+    )
     parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     parser.add_argument("--documents", type=int, default=1000, help="corpus documents for SSP")
@@ -137,7 +147,13 @@ def main() -> None:
         Job(f"contextual+mlm-{o}", lambda _, o=o: pretrain(o, args, extra, mlm_only=True))
         for o in args.controls
     ]
-    names = [*baselines, *(job.key for job in pretrainings)]
+    if missing := set(args.fresh_heads) - set(args.objectives):
+        parser.error(f"--fresh-heads {' '.join(sorted(missing))}: not in --objectives")
+    # row -> the pre-training whose checkpoint it fine-tunes with a re-drawn head
+    fresh_heads = {
+        f"contextual+ssp-{o}+fresh-head": f"contextual+ssp-{o}" for o in args.fresh_heads
+    }
+    names = [*baselines, *(job.key for job in pretrainings), *fresh_heads]
     # Seed-major order, so a run stopped early has every row for its first seeds; within a
     # seed the pairwise baseline goes last (the cheapest run, and not what the claim is about).
     queue = {
@@ -154,13 +170,15 @@ def main() -> None:
 
     def finetune_and_evaluate(checkpoint: Path | None, name: str, target: str, seed: int):
         init = baselines.get(name) or ["--contextual", "--init", str(checkpoint)]
+        if name in fresh_heads:
+            init.append("--fresh-head")
         return evaluate(finetune(name, target, seed, init, args, extra), TARGETS[target][1])
 
     finetunes = [
         Job(
             (target, name, seed),
             partial(finetune_and_evaluate, name=name, target=target, seed=seed),
-            needs=None if name in baselines else name,
+            needs=None if name in baselines else fresh_heads.get(name, name),
         )
         for target in args.targets
         for name, seed in queue

@@ -392,3 +392,39 @@ def test_accumulated_batches_make_one_step_and_evaluations_count_steps(tiny_bert
     assert best["step"] in (2, 3)  # evaluated after steps 2 and 3, not after batches
     with pytest.raises(InputError, match="accumulate"):
         As2TrainConfig(batch_size=4, accumulate=8)
+
+
+@pytest.mark.parametrize("arch", ["cross-encoder", "cascade"])
+def test_fresh_head_redraws_the_saved_head_and_keeps_the_encoder(tiny_bert, tmp_path, arch):
+    from ctxsent.models.cascade import CascadeRanker
+
+    kinds = {"cross-encoder": CrossEncoderRanker, "cascade": CascadeRanker}
+    saved = kinds[arch].from_backbone(str(tiny_bert), max_length=32)
+    with torch.no_grad():
+        for name in saved.head_parameter_names():
+            saved.get_parameter(name).fill_(0.5)  # a "pre-trained" head, unlike any fresh one
+    folder = saved.save_pretrained(tmp_path / "saved")
+    spec = As2RankerSpec(str(folder), max_length=32)
+    torch.manual_seed(0)
+    kept = spec.build().state_dict()
+    spec.fresh_head = True
+    torch.manual_seed(0)
+    fresh = spec.build().state_dict()
+    torch.manual_seed(0)
+    again = spec.build().state_dict()
+    heads = [n for n in kept if n.startswith(saved.head_prefix)]
+    assert heads and all(torch.all(kept[n] == 0.5) for n in heads)
+    weights = [n for n in heads if n.endswith("weight")]
+    assert all(not torch.any(fresh[n] == 0.5) and fresh[n].std() > 0 for n in weights)
+    assert all(torch.equal(fresh[n], again[n]) for n in heads)  # drawn from the seeded RNG
+    assert all(torch.equal(fresh[n], kept[n]) for n in kept if n not in heads)
+
+
+def test_fresh_head_is_refused_where_there_is_no_saved_head(tiny_bert, tmp_path):
+    from ctxsent.models.bi_encoder import BiEncoderRanker
+
+    with pytest.raises(InputError, match="applies to a saved ranker"):
+        As2RankerSpec(str(tiny_bert), fresh_head=True)
+    saved = BiEncoderRanker.from_backbone(str(tiny_bert)).save_pretrained(tmp_path / "saved")
+    with pytest.raises(InputError, match="no scoring head"):
+        As2RankerSpec(str(saved), fresh_head=True)

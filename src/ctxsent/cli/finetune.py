@@ -65,6 +65,13 @@ def as2(
     init: Annotated[
         str, typer.Option(help="backbone (HF folder/id) or a ctxsent ranker to continue (TANDA)")
     ] = "all-MiniLM-L6-v2",
+    fresh_head: Annotated[
+        bool,
+        typer.Option(
+            help="re-draw the --init ranker's scoring head, keep its encoder (a control: how "
+            "much a pre-trained head, e.g. SSP's, adds)"
+        ),
+    ] = False,
     contextual: Annotated[
         bool, typer.Option("--contextual/--pairwise", help="add previous+next as a 3rd segment")
     ] = False,
@@ -194,7 +201,7 @@ def as2(
         warnings.warn("--cascade is replaced by --arch cascade", FutureWarning, stacklevel=1)
         arch = "cascade"
     exit_layers = _exit_layers(exits) if exits else ()
-    spec = As2RankerSpec(init, contextual, max_length, arch, exit_layers, layers)
+    spec = As2RankerSpec(init, contextual, max_length, arch, exit_layers, layers, fresh_head)
     settings = dict(
         learning_rate=lr,
         head_lr_scale=head_lr_scale,

@@ -125,6 +125,22 @@ class TransformerRanker(As2Ranker, nn.Module):
         """Names (as in ``named_parameters``) of the freshly initialised scoring head."""
         return [name for name, _ in self.named_parameters() if name.startswith(self.head_prefix)]
 
+    def reset_head(self) -> None:
+        """Re-draw the scoring head from torch's global RNG as a new ranker's would be: a
+        head inside the backbone (``model.``) as BERT initialises one (linear weights from
+        N(0, ``initializer_range``), zero biases), any other (the cascade's exit
+        classifiers) by each layer's default."""
+        head = self.get_submodule(self.head_prefix.rstrip("."))
+        bert_style = self.head_prefix.startswith("model.")
+        with torch.no_grad():
+            for module in head.modules():
+                if bert_style and isinstance(module, nn.Linear):
+                    module.weight.normal_(0.0, self.model.config.initializer_range)
+                    if module.bias is not None:
+                        module.bias.zero_()
+                elif hasattr(module, "reset_parameters"):
+                    module.reset_parameters()
+
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device

@@ -157,7 +157,10 @@ class As2RankerSpec:
     (default ``"cross-encoder"``): a cross-encoder or a cascade (exit layers ``exits``) on
     the first ``layers`` encoder layers, or a bi-encoder (never contextual); or ``init`` is
     a saved ctxsent ranker folder to continue training (TANDA's adapt step), whose kind
-    ``arch``, if given, must name.
+    ``arch``, if given, must name. ``fresh_head`` re-draws a saved ranker's scoring head
+    (:meth:`~ctxsent.models.transformer_ranker.TransformerRanker.reset_head`), keeping its
+    encoder: the control that tells a pre-trained head's share from the encoder's (e.g. an
+    SSP checkpoint, whose SSP head is otherwise the initial AS2 head).
     """
 
     init: str = DEFAULT_BACKBONE
@@ -166,6 +169,7 @@ class As2RankerSpec:
     arch: str | None = None
     exits: Sequence[int] = ()
     layers: int | None = None
+    fresh_head: bool = False
 
     def __post_init__(self) -> None:
         from ctxsent.saving import is_model_folder
@@ -183,6 +187,8 @@ class As2RankerSpec:
             raise InputError(
                 "--layers and --exits shape a new model, not a saved one", path=self.init
             )
+        if self.fresh_head and not saved:
+            raise InputError("--fresh-head applies to a saved ranker (--init FOLDER)", field="init")
         if saved and self.arch not in (None, self.kind):
             raise InputError(f"the --init model is a {self.kind}, not a {self.arch}", field="arch")
         if self.kind == BiEncoderRanker.kind:
@@ -190,6 +196,8 @@ class As2RankerSpec:
                 raise InputError(NOT_CONTEXTUAL, field="contextual")
             if self.layers is not None:
                 raise InputError("applies to cross-encoders and cascades", field="layers")
+            if self.fresh_head:
+                raise InputError("a bi-encoder has no scoring head to re-draw", field="fresh_head")
 
     @property
     def kind(self) -> str:
@@ -207,6 +215,8 @@ class As2RankerSpec:
         if is_model_folder(self.init):
             ranker = load(self.init).with_context(self.contextual)
             ranker.max_length = self.max_length
+            if self.fresh_head:
+                ranker.reset_head()
             return ranker
         if self.kind == BiEncoderRanker.kind:
             return BiEncoderRanker.from_backbone(self.init, self.max_length)
