@@ -14,6 +14,7 @@
 #   LOSS   pointwise | listwise  (default pointwise)
 #   HEAD_LR_SCALE  learning-rate multiplier of the exit classifiers of cascade and
 #                  pooled-K (default 50, chosen on WikiQA dev-clean MAP among 1, 20, 50, 100)
+#   MONO_HEAD_LR_SCALE  the same for the [CLS] head of mono-K (default 1)
 #   EXTRA  more finetune options, e.g. "--dev-questions 30" for large dev sets
 # Two invocations with disjoint names can run side by side (one core each).
 set -euo pipefail
@@ -26,7 +27,7 @@ names=("$@")
 for name in "${names[@]}"; do
   case $name in
     cascade) kind=(--arch cascade "${HEADS[@]}") ;;
-    mono-*) kind=(--layers "${name#mono-}") ;;
+    mono-*) kind=(--layers "${name#mono-}" --head-lr-scale "${MONO_HEAD_LR_SCALE:-1}") ;;
     pooled-*) kind=(--arch cascade --layers "${name#pooled-}" --exits "${name#pooled-}" "${HEADS[@]}") ;;
     *) echo "unknown model name: $name" >&2; exit 2 ;;
   esac

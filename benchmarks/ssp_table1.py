@@ -19,7 +19,9 @@ fine-tune continues from its last checkpoint):
    SQuAD-AS2-trained models on SelQA test (SelQA's train split is not in ../shared/data,
    so the SQuAD-derived set stands in as its training data);
 4. print one JSON object: per (target, model) the test metrics of every seed and their
-   mean and standard deviation (MAP, MRR, P@1, nDCG@10).
+   mean and standard deviation (MAP, MRR, P@1, nDCG@10), and per model its difference
+   from the contextual baseline fine-tuned with the same seed (same batches and head
+   draw), with a paired t-test over the seeds (``paired_with_contextual``).
 
     python benchmarks/ssp_table1.py --out runs/ssp-table1 --seeds 1 2 3 \\
         --pretrain-steps 1000 --finetune-steps 300 --documents 1000 --jobs 2
@@ -41,6 +43,7 @@ from functools import partial
 from pathlib import Path
 
 from cli_runs import Job, ctxsent, print_report, run_in_order, summarise
+from scipy import stats
 
 OBJECTIVES = ("sdc", "dpc", "dslc", "all")
 TARGETS = {  # training set (its dev split selects the model), test set
@@ -95,6 +98,23 @@ def evaluate(model: Path, test: str) -> dict:
         result = ctxsent("eval", "as2", "--model", str(model), "--data", TEST_DATA[test])
         cached.write_text(result)
     return json.loads(cached.read_text())
+
+
+def paired_with_baseline(runs: dict[int, dict], baseline: dict[int, dict]) -> dict:
+    """Per metric: the seed-by-seed differences from the baseline, their mean and the
+    two-sided paired t-test p (needs two seeds or more)."""
+    seeds = sorted(runs.keys() & baseline.keys())
+    paired: dict = {"seeds": seeds}
+    for metric in METRICS:
+        ours, theirs = [runs[s][metric] for s in seeds], [baseline[s][metric] for s in seeds]
+        differences = [round(a - b, 4) for a, b in zip(ours, theirs, strict=True)]
+        p = stats.ttest_rel(ours, theirs).pvalue if len(seeds) > 1 else float("nan")
+        paired[metric] = {
+            "differences": differences,
+            "mean": round(sum(differences) / max(1, len(seeds)), 4),
+            "p": round(float(p), 4),
+        }
+    return paired
 
 
 def main() -> None:
@@ -187,10 +207,17 @@ def main() -> None:
     table: dict = {}
     for target in args.targets:
         rows = table.setdefault(f"{target} -> {TARGETS[target][1]} test", {})
-        for name in names:
-            runs = [results[target, row, seed] for row, seed in queue if row == name]
+        by_seed = {
+            name: {seed: results[target, row, seed] for row, seed in queue if row == name}
+            for name in names
+        }
+        for name, runs in by_seed.items():
             if runs:
-                rows[name] = summarise(runs, METRICS)
+                rows[name] = summarise(list(runs.values()), METRICS)
+                if name != "contextual" and by_seed["contextual"]:
+                    rows[name]["paired_with_contextual"] = paired_with_baseline(
+                        runs, by_seed["contextual"]
+                    )
     print_report(args, table)
 
 
