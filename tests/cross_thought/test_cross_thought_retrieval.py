@@ -135,6 +135,10 @@ def test_squad_paragraph_ranking_all_and_own_article(tmp_path):
     # the oven question matches a paragraph of the other article, which own-article excludes
     assert result["all_paragraphs"] == {"recall@1": 75.0, "recall@2": 75.0}
     assert result["own_article"] == {"recall@1": 75.0, "recall@2": 100.0}
+    assert "gold_ranks" not in result
+    ranks = evaluate_paragraph_ranking(BM25Scorer(), data, ks=(1, 2), gold_ranks=True)
+    own = ranks["gold_ranks"]["own_article"]  # positions in the ranking, not passage indices
+    assert sorted(own) == [0, 0, 0, 1] and max(ranks["gold_ranks"]["all_paragraphs"]) >= 2
     assert len(squad_paragraph_ranking(path, questions=2).questions) == 2
 
 

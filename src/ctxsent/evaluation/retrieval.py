@@ -232,8 +232,11 @@ def evaluate_paragraph_ranking(
     data: ParagraphRanking,
     ks: Sequence[int] = DEFAULT_KS,
     chunk: int = 256,
+    gold_ranks: bool = False,
 ) -> dict:
-    """Recall@k ranking all paragraphs, and ranking only the question's own article's."""
+    """Recall@k ranking all paragraphs, and ranking only the question's own article's;
+    with ``gold_ranks`` also each question's 0-based rank of its gold paragraph in both
+    rankings (for paired comparisons of two scorers on the same questions)."""
     start = time.perf_counter()
     scorer.fit(data.paragraphs)
     fitted = time.perf_counter()
@@ -245,7 +248,7 @@ def evaluate_paragraph_ranking(
             all_rankings.append(rank_candidates(row))
             own_rankings.append(rank_candidates(row, own))
     gold_sets = [{g} for g in data.gold]
-    return {
+    report = {
         "questions": len(data.questions),
         "paragraphs": len(data.paragraphs),
         "all_paragraphs": recall_at_k(all_rankings, gold_sets, ks),
@@ -253,6 +256,12 @@ def evaluate_paragraph_ranking(
         "seconds_encode_paragraphs": round(fitted - start, 1),
         "seconds_questions": round(time.perf_counter() - fitted, 1),
     }
+    if gold_ranks:
+        report["gold_ranks"] = {
+            name: [int(np.flatnonzero(r == g)[0]) for r, g in zip(rankings, data.gold, strict=True)]
+            for name, rankings in (("all_paragraphs", all_rankings), ("own_article", own_rankings))
+        }
+    return report
 
 
 class ParagraphRankingEvaluator:
