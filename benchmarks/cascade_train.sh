@@ -16,7 +16,8 @@
 #                  pooled-K (default 50, chosen on WikiQA dev-clean MAP among 1, 20, 50, 100)
 #   MONO_HEAD_LR_SCALE  the same for the [CLS] head of mono-K (default 1)
 #   EXTRA  more finetune options, e.g. "--dev-questions 30" for large dev sets
-# Two invocations with disjoint names can run side by side (one core each).
+# A finished model is skipped and a stopped one resumes when rerun. Two invocations with
+# disjoint names can run side by side (one core each).
 set -euo pipefail
 DATA=${DATA:-wikiqa:../shared/data/wikiqa}
 OUT=${OUT:-runs/table3}
@@ -25,6 +26,7 @@ HEADS=(--head-lr-scale "${HEAD_LR_SCALE:-50}")
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(cascade mono-6 mono-2 mono-3 mono-4 mono-5)
 for name in "${names[@]}"; do
+  grep -q '"finished"' "$OUT/$name/run.json" 2>/dev/null && continue  # done: skip, else resume
   case $name in
     cascade) kind=(--arch cascade "${HEADS[@]}") ;;
     mono-*) kind=(--layers "${name#mono-}" --head-lr-scale "${MONO_HEAD_LR_SCALE:-1}") ;;
