@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from functools import partial
 from pathlib import Path
 
@@ -111,7 +112,7 @@ def paired_with_baseline(runs: dict[int, dict], baseline: dict[int, dict]) -> di
         p = stats.ttest_rel(ours, theirs).pvalue if len(seeds) > 1 else float("nan")
         paired[metric] = {
             "differences": differences,
-            "mean": round(sum(differences) / max(1, len(seeds)), 4),
+            "mean": round(statistics.fmean(differences), 4) if seeds else float("nan"),
             "p": round(float(p), 4),
         }
     return paired
