@@ -53,11 +53,12 @@ done
 table() {  # REPORT PREFIX [options]
   local report=$1 prefix=$2
   shift 2
-  [ -s "$OUT/$report.json" ] ||
-    python benchmarks/cascade_table3.py --runs "$OUT" --mono-prefix "$prefix" \
-      --cascade "$OUT/cascade/model" --reference "$OUT/cls-6/model" \
-      --data "squad-as2:$squad" --sample-questions "$QUESTIONS" --device "$DEVICE" "$@" \
-      > "$OUT/$report.json.part" && mv "$OUT/$report.json.part" "$OUT/$report.json"
+  [ -s "$OUT/$report.json" ] && return
+  python benchmarks/cascade_table3.py --runs "$OUT" --mono-prefix "$prefix" \
+    --cascade "$OUT/cascade/model" --reference "$OUT/cls-6/model" \
+    --data "squad-as2:$squad" --sample-questions "$QUESTIONS" --device "$DEVICE" "$@" \
+    > "$OUT/$report.json.part"
+  mv "$OUT/$report.json.part" "$OUT/$report.json"
 }
 table table3-pooled pooled
 table table3-cls cls
