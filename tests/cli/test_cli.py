@@ -51,6 +51,34 @@ def test_eval_as2_prints_one_json_object_with_the_metrics(as2_file):
     assert unclean["questions"] == 3 and unclean["map"] == pytest.approx(2 / 3)
 
 
+def test_eval_as2_refuses_a_gpu_that_is_not_there_before_scoring(as2_file, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cpu = run_cli("eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}",
+                  "--accelerator", "cpu")  # fmt: skip
+    assert cpu.exit_code == 0 and json.loads(cpu.stdout)["map"] == 1.0
+    for accelerator in ("gpu", "cuda"):
+        gpu = run_cli("eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}",
+                      "--accelerator", accelerator)  # fmt: skip
+        assert gpu.exit_code != 0 and not gpu.stdout
+        assert gpu.stderr.count("\n") == 1 and f"--accelerator {accelerator}" in gpu.stderr
+
+
+def test_on_accelerator_moves_torch_models_and_leaves_the_others(monkeypatch):
+    import torch
+
+    from ctxsent.resolver import load, on_accelerator
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    layer = torch.nn.Linear(2, 2)
+    moved = []
+    monkeypatch.setattr(layer, "to", lambda device: moved.append(device) or layer)
+    assert on_accelerator(layer, "auto") is layer and moved == ["cpu"]
+    bm25 = load("bm25")
+    assert on_accelerator(bm25, "cpu") is bm25
+
+
 def test_rank_refuses_a_question_that_is_not_valid_unicode(tmp_path):
     document = tmp_path / "d.txt"
     document.write_text("The keeper lit the lamp.")

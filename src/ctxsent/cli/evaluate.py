@@ -19,6 +19,7 @@ from ctxsent.cli.options import (
     SeedOption,
 )
 from ctxsent.tasks.senteval import DEFAULT_TASKS
+from ctxsent.training.settings import Accelerator
 
 app = typer.Typer(no_args_is_help=True, help="Evaluate rankers and sentence encoders.")
 
@@ -43,18 +44,22 @@ def as2(
             "with 95% paired-bootstrap intervals over questions"
         ),
     ] = None,
+    accelerator: Annotated[
+        Accelerator, typer.Option(help="where models score: auto (a GPU if any), cpu, gpu")
+    ] = "auto",
 ) -> None:
     """Score an AS2 split and print MAP, MRR, P@1, nDCG@10, Hits@k as one JSON object."""
     from ctxsent.evaluation.as2_evaluation import evaluate_as2
     from ctxsent.models.staged import set_alphas
-    from ctxsent.resolver import load_ranker
+    from ctxsent.resolver import load_ranker, on_accelerator
     from ctxsent.tasks.as2_files import parse_columns
     from ctxsent.tasks.as2_load import evaluation_records
 
     column_names = parse_columns(columns) if columns else None
     records = evaluation_records(data, split, clean_questions, column_names)
-    ranker = load_ranker(model)
-    second = load_ranker(against) if against else None  # a bad folder fails before scoring
+    ranker = on_accelerator(load_ranker(model), accelerator)
+    # a bad folder fails before scoring
+    second = on_accelerator(load_ranker(against), accelerator) if against else None
     set_alphas(ranker, alpha)
     report = evaluate_as2(ranker, records, second, batch_size, show_progress=sys.stderr.isatty())
     if second is not None:

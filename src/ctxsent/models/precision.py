@@ -70,6 +70,14 @@ def autocast_context(device: torch.device, precision: str):
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 
+def device_type(accelerator: str) -> str:
+    """``cuda`` when ``accelerator`` (``auto``, ``cpu``, ``gpu``, ``cuda``) means a GPU (``auto``
+    with one present), else ``cpu``."""
+    if accelerator in ("gpu", "cuda"):
+        return "cuda"
+    return "cuda" if accelerator == "auto" and torch.cuda.is_available() else "cpu"
+
+
 def lightning_precision(precision: str, device_type: str) -> str:
     """The Lightning ``Trainer(precision=...)`` string for a precision name."""
     precision = resolve_precision(precision, torch.device(device_type))

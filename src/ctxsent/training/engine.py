@@ -51,7 +51,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from ctxsent.io import atomic_write
-from ctxsent.models.precision import lightning_precision
+from ctxsent.models.precision import device_type, lightning_precision
 from ctxsent.protocols import Evaluator
 from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.sampling import FollowTrainer
@@ -268,13 +268,6 @@ def _numbers(metrics: dict) -> dict[str, float]:
 
 
 # ---- the one trainer ---------------------------------------------------------------------------
-def device_type(accelerator: str) -> str:
-    """``cuda`` when ``accelerator`` trains on a GPU (``auto`` with one present), else ``cpu``."""
-    if accelerator in ("gpu", "cuda"):
-        return "cuda"
-    return "cuda" if accelerator == "auto" and torch.cuda.is_available() else "cpu"
-
-
 def newest_checkpoint(dirpath: Path, **when) -> ModelCheckpoint:
     """A callback that keeps only the newest checkpoint; ``when`` says how often to save.
 
