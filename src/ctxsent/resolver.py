@@ -31,7 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ctxsent.errors import CtxsentError, InputError, ModelFolderError
+from ctxsent.errors import InputError, ModelFolderError
 
 NAMES = "bm25, bi-encoder[:BACKBONE], st:PATH, ce:PATH, glove-bow, bow:PATH, random, minilm"
 
@@ -90,22 +90,6 @@ def load_ranker(spec: str | Path) -> Any:
     from ctxsent.protocols import Ranker
 
     return load_as(spec, Ranker, "rank answers")
-
-
-def on_accelerator(model: Any, accelerator: str) -> Any:
-    """``model`` moved to the GPU (``gpu``, ``cuda``, or ``auto`` with one visible) or the CPU.
-
-    Only torch modules move; BM25, ONNX exports and sentence-transformers adapters stay on
-    the device they chose when loaded.
-    """
-    import torch
-
-    from ctxsent.models.precision import device_type
-
-    device = device_type(accelerator)
-    if device == "cuda" and not torch.cuda.is_available():
-        raise CtxsentError(f"--accelerator {accelerator}: torch sees no CUDA GPU on this machine")
-    return model.to(device) if isinstance(model, torch.nn.Module) else model
 
 
 def load_encoder(spec: str | Path) -> Any:

@@ -68,7 +68,8 @@ def test_eval_as2_refuses_a_gpu_that_is_not_there_before_scoring(as2_file, monke
 def test_on_accelerator_moves_torch_models_and_leaves_the_others(monkeypatch):
     import torch
 
-    from ctxsent.resolver import load, on_accelerator
+    from ctxsent.models.precision import on_accelerator
+    from ctxsent.resolver import load
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     layer = torch.nn.Linear(2, 2)

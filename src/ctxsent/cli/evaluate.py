@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 import typer
 
 from ctxsent.cli.options import (
+    AcceleratorOption,
     AlphaOption,
     BatchSizeOption,
     ColumnsOption,
@@ -19,7 +20,6 @@ from ctxsent.cli.options import (
     SeedOption,
 )
 from ctxsent.tasks.senteval import DEFAULT_TASKS
-from ctxsent.training.settings import Accelerator
 
 app = typer.Typer(no_args_is_help=True, help="Evaluate rankers and sentence encoders.")
 
@@ -44,14 +44,13 @@ def as2(
             "with 95% paired-bootstrap intervals over questions"
         ),
     ] = None,
-    accelerator: Annotated[
-        Accelerator, typer.Option(help="where models score: auto (a GPU if any), cpu, gpu")
-    ] = "auto",
+    accelerator: AcceleratorOption = "auto",
 ) -> None:
     """Score an AS2 split and print MAP, MRR, P@1, nDCG@10, Hits@k as one JSON object."""
     from ctxsent.evaluation.as2_evaluation import evaluate_as2
+    from ctxsent.models.precision import on_accelerator
     from ctxsent.models.staged import set_alphas
-    from ctxsent.resolver import load_ranker, on_accelerator
+    from ctxsent.resolver import load_ranker
     from ctxsent.tasks.as2_files import parse_columns
     from ctxsent.tasks.as2_load import evaluation_records
 

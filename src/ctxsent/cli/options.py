@@ -76,7 +76,7 @@ PrecisionOption = Annotated[
 ]
 
 AcceleratorOption = Annotated[
-    Accelerator, typer.Option(help="where Lightning trains: auto (a GPU if there is one), cpu, gpu")
+    Accelerator, typer.Option(help="where it runs: auto (a GPU if there is one), cpu, gpu")
 ]
 
 BatchSizeOption = Annotated[int, typer.Option(min=1, help="records per forward pass")]

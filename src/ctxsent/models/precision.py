@@ -16,6 +16,9 @@ EPYC without those instructions: ~4x slower, see BENCHMARKS.md).
 defaults to fp32 for every model: a precision becomes an inference default only if it
 keeps a trained model's MAP within 0.005 of fp32, and bf16 did not (a trained WikiQA
 cross-encoder lost 0.048 MAP, BENCHMARKS.md); ``bf16``, ``int8`` and ``auto`` stay opt-in.
+
+Where a model runs follows the same ``--accelerator`` names in training and inference
+(:func:`device_type`, :func:`on_accelerator`).
 """
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ import contextlib
 import functools
 import os
 from pathlib import Path
+from typing import Any
 
 import torch
+
+from ctxsent.errors import CtxsentError
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
 
@@ -76,6 +82,18 @@ def device_type(accelerator: str) -> str:
     if accelerator in ("gpu", "cuda"):
         return "cuda"
     return "cuda" if accelerator == "auto" and torch.cuda.is_available() else "cpu"
+
+
+def on_accelerator(model: Any, accelerator: str) -> Any:
+    """``model`` moved to the GPU (``gpu``, ``cuda``, or ``auto`` with one visible) or the CPU.
+
+    Only torch modules move; BM25, ONNX exports and sentence-transformers adapters stay on
+    the device they chose when loaded.
+    """
+    device = device_type(accelerator)
+    if device == "cuda" and not torch.cuda.is_available():
+        raise CtxsentError(f"--accelerator {accelerator}: torch sees no CUDA GPU on this machine")
+    return model.to(device) if isinstance(model, torch.nn.Module) else model
 
 
 def lightning_precision(precision: str, device_type: str) -> str:
