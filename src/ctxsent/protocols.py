@@ -120,6 +120,14 @@ class StagedRanker(Ranker, Protocol):
 
 
 @runtime_checkable
+class InferencePrecision(Protocol):
+    """A model whose inference precision can be chosen (:mod:`ctxsent.models.precision`):
+    ``auto``, ``fp32``, ``bf16``, ``fp16`` or, where supported, ``int8``."""
+
+    precision: str
+
+
+@runtime_checkable
 class Evaluator(Protocol):
     """Scores a model on held-out data: ``evaluator(model) -> metrics``, of which
     ``primary_metric`` names the one to report and to stop early on."""

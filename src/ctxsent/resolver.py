@@ -85,11 +85,15 @@ def load_as(spec: str | Path, protocol: type, what: str) -> Any:
     return model
 
 
-def load_ranker(spec: str | Path) -> Any:
-    """A :class:`~ctxsent.protocols.Ranker` named by ``spec``."""
+def load_ranker(spec: str | Path, precision: str = "auto", accelerator: str = "cpu") -> Any:
+    """A :class:`~ctxsent.protocols.Ranker` named by ``spec``, inferring in ``precision``
+    (:func:`~ctxsent.models.precision.set_precision`) on ``accelerator`` (``auto``: a GPU
+    if one is visible)."""
+    from ctxsent.models.precision import on_accelerator, set_precision
     from ctxsent.protocols import Ranker
 
-    return load_as(spec, Ranker, "rank answers")
+    model = set_precision(load_as(spec, Ranker, "rank answers"), precision)
+    return on_accelerator(model, accelerator)
 
 
 def load_encoder(spec: str | Path) -> Any:

@@ -16,6 +16,7 @@ from ctxsent.cli.options import (
     AlphaOption,
     BatchSizeOption,
     ColumnsOption,
+    InferencePrecisionOption,
     ModelOption,
     SeedOption,
 )
@@ -45,10 +46,11 @@ def as2(
         ),
     ] = None,
     accelerator: AcceleratorOption = "auto",
+    precision: InferencePrecisionOption = "auto",
 ) -> None:
     """Score an AS2 split and print MAP, MRR, P@1, nDCG@10, Hits@k as one JSON object."""
     from ctxsent.evaluation.as2_evaluation import evaluate_as2
-    from ctxsent.models.precision import on_accelerator
+    from ctxsent.models.precision import effective_precision
     from ctxsent.models.staged import set_alphas
     from ctxsent.resolver import load_ranker
     from ctxsent.tasks.as2_files import parse_columns
@@ -56,14 +58,21 @@ def as2(
 
     column_names = parse_columns(columns) if columns else None
     records = evaluation_records(data, split, clean_questions, column_names)
-    ranker = on_accelerator(load_ranker(model), accelerator)
+    ranker = load_ranker(model, precision, accelerator)
     # a bad folder fails before scoring
-    second = on_accelerator(load_ranker(against), accelerator) if against else None
+    second = load_ranker(against, precision, accelerator) if against else None
     set_alphas(ranker, alpha)
     report = evaluate_as2(ranker, records, second, batch_size, show_progress=sys.stderr.isatty())
     if second is not None:
         report["against"] = {"model": against, **report["against"]}
-    report = {"model": model, "data": data, "split": split, "clean": clean_questions, **report}
+    report = {
+        "model": model,
+        "data": data,
+        "split": split,
+        "clean": clean_questions,
+        "precision": effective_precision(ranker),
+        **report,
+    }
     typer.echo(json.dumps(report, indent=2))
 
 

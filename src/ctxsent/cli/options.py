@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from ctxsent.models.precision import PrecisionName
 from ctxsent.training.settings import Accelerator, Precision, Strategy
 
 OverwriteOption = Annotated[
@@ -72,6 +73,14 @@ PrecisionOption = Annotated[
     typer.Option(
         help="training precision: auto (bf16 on GPUs and on CPUs with native bf16, else "
         "fp32), fp32, bf16 or fp16 (mixed, fp32 master weights)"
+    ),
+]
+
+InferencePrecisionOption = Annotated[
+    PrecisionName,
+    typer.Option(
+        help="inference precision: auto (bf16 on GPUs and on CPUs with native bf16, else fp32; "
+        "scores stay fp32), fp32, bf16, fp16, int8 (cross-encoders on the CPU)"
     ),
 ]
 

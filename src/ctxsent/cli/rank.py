@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from ctxsent.cli.options import AlphaOption, BatchSizeOption, ColumnsOption, ModelOption
+from ctxsent.cli.options import (
+    AcceleratorOption,
+    AlphaOption,
+    BatchSizeOption,
+    ColumnsOption,
+    InferencePrecisionOption,
+    ModelOption,
+)
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -34,6 +41,8 @@ def rank(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of text")] = False,
     alpha: AlphaOption = None,
     batch_size: BatchSizeOption = 64,
+    accelerator: AcceleratorOption = "auto",
+    precision: InferencePrecisionOption = "auto",
 ) -> None:
     """Answer questions: over a document (split into sentences), or over the candidates of
     each question in a data file; score each candidate and show the best."""
@@ -59,7 +68,7 @@ def rank(
         for q in question:
             check_unicode(q, "question")
         text = "\n".join(line for _, line in read_lines(document))
-    ranker = load_ranker(model)
+    ranker = load_ranker(model, precision, accelerator)
     set_alphas(ranker, alpha)
     if data is not None:
         from ctxsent.models.ranker_base import rank_questions

@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 import typer
 
+from ctxsent.cli.options import AcceleratorOption, InferencePrecisionOption
+
 
 def serve(
     model: Annotated[
@@ -51,6 +53,8 @@ def serve(
         list[str] | None,
         typer.Option(help="a web origin whose pages may call the service (repeatable)"),
     ] = None,
+    accelerator: AcceleratorOption = "auto",
+    precision: InferencePrecisionOption = "auto",
     log_level: Annotated[
         Literal["critical", "error", "warning", "info", "debug", "trace"],
         typer.Option(help="uvicorn's log level"),
@@ -84,5 +88,13 @@ def serve(
             err=True,
         )
     batching = BatchConfig(max_wait_ms, batch_size)
-    app = create_app(model, limits, batching, api_key, cors_origin or ())
+    app = create_app(
+        model,
+        limits,
+        batching,
+        api_key,
+        cors_origin or (),
+        precision=precision,
+        accelerator=accelerator,
+    )
     uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_options(read_timeout_s))

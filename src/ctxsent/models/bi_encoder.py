@@ -36,6 +36,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
 from ctxsent.errors import InputError, check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.inference import inference
+from ctxsent.models.pooling import masked_mean
 from ctxsent.models.ranker_base import As2Ranker, cosine_scores
 from ctxsent.models.transformer_ranker import load_folder
 from ctxsent.protocols import encode_inputs
@@ -53,7 +54,7 @@ class BiEncoder(nn.Module):
         tokenizer,
         *,
         max_length: int = 256,
-        precision: str = "fp32",
+        precision: str = "auto",
     ) -> None:
         super().__init__()
         self.transformer = transformer
@@ -67,7 +68,7 @@ class BiEncoder(nn.Module):
         name_or_path: str = DEFAULT_BACKBONE,
         *,
         max_length: int | None = None,
-        precision: str = "fp32",
+        precision: str = "auto",
     ) -> BiEncoder:
         """Load a pretrained encoder; ``max_length`` defaults to the folder's sentence-transformers
         ``max_seq_length`` (256 for all-MiniLM-L6-v2), else the tokenizer's limit."""
@@ -109,11 +110,9 @@ class BiEncoder(nn.Module):
         return next(self.transformer.parameters()).device
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Masked mean of the last hidden states: ``(batch, hidden)``, not normalised."""
+        """Masked mean of the last hidden states: ``(batch, hidden)`` fp32, not normalised."""
         hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask)
-        mask = attention_mask.unsqueeze(-1).to(hidden.last_hidden_state.dtype)
-        summed = (hidden.last_hidden_state * mask).sum(dim=1)
-        return summed / mask.sum(dim=1).clamp(min=1e-9)
+        return masked_mean(hidden.last_hidden_state, attention_mask.bool())
 
     def tokenize(self, texts: list[str]) -> dict[str, torch.Tensor]:
         """``input_ids`` and ``attention_mask`` of ``texts``: special tokens added, each text
@@ -270,6 +269,15 @@ class BiEncoderRanker(As2Ranker, nn.Module):
     @property
     def tokenizer(self):
         return self.encoder.tokenizer
+
+    @property
+    def precision(self) -> str:
+        """Inference precision of :meth:`encode` (:mod:`ctxsent.models.precision`)."""
+        return self.encoder.precision
+
+    @precision.setter
+    def precision(self, value: str) -> None:
+        self.encoder.precision = value
 
     @property
     def device(self) -> torch.device:

@@ -41,6 +41,7 @@ from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, depth_options, resolve_backbone
 from ctxsent.models.layerwise import embed, run_layers
 from ctxsent.models.pooling import masked_mean
+from ctxsent.models.precision import keep_fp32
 from ctxsent.models.staged import (
     CascadeCost,
     exit_costs,
@@ -103,7 +104,7 @@ class CascadeRanker(TransformerRanker):
             raise InputError(f"exits must increase within 1..{depth}", field="exits")
         config.alphas = config.alphas or [0.0] * (len(config.exits) - 1)
         width = model.config.hidden_size
-        self.heads = nn.ModuleList(exit_classifier(width) for _ in config.exits)
+        self.heads = nn.ModuleList(keep_fp32(exit_classifier(width)) for _ in config.exits)
         self.exit_sampler = torch.Generator().manual_seed(int(torch.randint(2**62, ())))
         self.last_cost: CascadeCost | None = None
 
@@ -194,7 +195,7 @@ class CascadeRanker(TransformerRanker):
 
     # -- the network, piece by piece ---------------------------------------------------
     def exit_logits(self, index: int, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """C_rho(i) over the masked mean of the token states (section 4.3)."""
+        """C_rho(i) over the masked mean of the token states (section 4.3), in fp32."""
         return self.heads[index](masked_mean(hidden, mask.bool()))[:, 0]
 
     def forward_exits(self, features: dict[str, torch.Tensor], upto: int | None = None):

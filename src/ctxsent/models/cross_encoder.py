@@ -16,7 +16,7 @@ from torch import nn
 
 from ctxsent.models.backbones import DEFAULT_BACKBONE, depth_options, resolve_backbone
 from ctxsent.models.layerwise import cls_logits, reads_cls_only
-from ctxsent.models.precision import quantize_int8, resolve_precision
+from ctxsent.models.precision import keep_fp32, quantize_int8, resolve_precision
 from ctxsent.models.transformer_ranker import (
     RankerConfig,
     TransformerRanker,
@@ -35,6 +35,8 @@ class CrossEncoderRanker(TransformerRanker):
 
     def __init__(self, model: nn.Module, tokenizer, config: RankerConfig) -> None:
         super().__init__(model, tokenizer, config)
+        for head in _scoring_head(model):
+            keep_fp32(head)
         self._int8: tuple[int, nn.Module] | None = None  # (weights version, quantised copy)
 
     @classmethod
@@ -95,6 +97,15 @@ class CrossEncoderRanker(TransformerRanker):
                 scores[rows] = _logits(model, features).float().cpu().numpy()
                 progress.update(len(rows))
         return scores
+
+
+def _scoring_head(model: nn.Module) -> list[nn.Module]:
+    """The modules between the encoder's last states and the logit: the backbone's pooler
+    (BERT's [CLS] dense layer), if any, and the classifier. They run in fp32
+    (:func:`~ctxsent.models.precision.keep_fp32`): a logit rounded to bf16 ties with its
+    neighbours."""
+    pooler = getattr(model.base_model, "pooler", None)
+    return [m for m in (pooler, getattr(model, "classifier", None)) if isinstance(m, nn.Module)]
 
 
 def _logits(model: nn.Module, features: dict[str, torch.Tensor]) -> torch.Tensor:

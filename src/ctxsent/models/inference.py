@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from ctxsent.models.precision import autocast_context
+from ctxsent.models.precision import announce_auto, autocast_context, resolve_precision
 
 
 @contextlib.contextmanager
@@ -29,8 +29,12 @@ def inference(
     unit: str = "text",
 ) -> Iterator:
     """Run ``network`` for inference on ``device`` in ``precision``; yields a progress bar
-    over ``total`` items (``update`` it; silent unless ``show_progress``)."""
+    over ``total`` items (``update`` it; silent unless ``show_progress``). What ``auto``
+    resolves to is said once per process on stderr."""
     from tqdm.auto import tqdm
+
+    if precision == "auto":
+        announce_auto(device.type, resolve_precision(precision, device))
 
     was_training = network.training
     network.eval()

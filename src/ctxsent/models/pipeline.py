@@ -46,7 +46,7 @@ import numpy as np
 from ctxsent.errors import InputError, ModelFolderError, check_range
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.staged import question_index
-from ctxsent.protocols import Ranker, StagedRanker
+from ctxsent.protocols import InferencePrecision, Ranker, StagedRanker
 from ctxsent.saving import config_from, model_folder, read_manifest, register_model
 from ctxsent.tasks.as2_records import As2Record
 
@@ -112,6 +112,18 @@ class PipelineRanker(As2Ranker):
     @property
     def top_k(self) -> int:
         return self.config.top_k
+
+    @property
+    def precision(self) -> str:
+        """The reranker's inference precision (``auto`` for one without a choice)."""
+        return self.reranker.precision if isinstance(self.reranker, InferencePrecision) else "auto"
+
+    @precision.setter
+    def precision(self, value: str) -> None:
+        """Every stage that has a choice (:class:`~ctxsent.protocols.InferencePrecision`)."""
+        for stage in [*self.retrievers, self.reranker]:
+            if isinstance(stage, InferencePrecision):
+                stage.precision = value
 
     @classmethod
     def from_pretrained(cls, path: str | Path) -> PipelineRanker:

@@ -12,10 +12,15 @@ EPYC without those instructions: ~4x slower, see BENCHMARKS.md).
 ``CTXSENT_CPU_BF16=0`` (or ``1``) overrides that choice for this process and the
 ``ctxsent`` commands it starts, e.g. to keep ``auto`` at fp32 on a bf16 CPU.
 
-``auto`` is the training default (bf16 autocast keeps fp32 master weights). Inference
-defaults to fp32 for every model: a precision becomes an inference default only if it
-keeps a trained model's MAP within 0.005 of fp32, and bf16 did not (a trained WikiQA
-cross-encoder lost 0.048 MAP, BENCHMARKS.md); ``bf16``, ``int8`` and ``auto`` stay opt-in.
+``auto`` is the default of training (bf16 autocast keeps fp32 master weights) and of
+inference for the AS2 rankers and the bi-encoder: on a bf16 CPU it kept every trained
+model's MAP within 0.002 of fp32 with no tie that fp32 does not have (BENCHMARKS.md,
+"Inference speed and precision"). Scores and pooled embeddings never take the layers'
+precision: heads run under :func:`keep_fp32` and pooling in fp32
+(:mod:`~ctxsent.models.pooling`), since a logit rounded to bf16 (8 bits of mantissa) ties
+with its neighbours and ties rank pessimistically. :func:`inference` says once per process
+on stderr what ``auto`` chose. The word-level encoders and Cross-Thought, never measured
+in bf16, infer in fp32 unless asked.
 
 Where a model runs follows the same ``--accelerator`` names in training and inference
 (:func:`device_type`, :func:`on_accelerator`).
@@ -26,14 +31,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import torch
+from torch import nn
 
-from ctxsent.errors import CtxsentError
+from ctxsent.errors import CtxsentError, InputError
+from ctxsent.protocols import InferencePrecision
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
+#: Inference precisions (training takes all but ``int8``).
+PrecisionName = Literal["auto", "fp32", "bf16", "fp16", "int8"]
+PRECISIONS: tuple[str, ...] = get_args(PrecisionName)
 
 
 @functools.cache
@@ -67,6 +78,40 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return "bf16" if cpu_wants_bf16() else "fp32"
 
 
+@functools.cache
+def announce_auto(device_type: str, resolved: str) -> None:
+    """Say once per process on stderr what precision ``auto`` chose on ``device_type``."""
+    why = {
+        "cuda": "this GPU",
+        "cpu": "this CPU has native bf16" if resolved == "bf16" else "this CPU lacks native bf16",
+    }[device_type]
+    print(f"ctxsent: precision auto -> {resolved} ({why})", file=sys.stderr)
+
+
+def set_precision(model: Any, precision: str) -> Any:
+    """Give ``model`` the inference ``precision`` (``--precision``) and return it; a model
+    without a choice (BM25, ONNX, sentence-transformers adapters) takes ``auto`` or ``fp32``
+    only."""
+    if precision not in PRECISIONS:
+        choices = ", ".join(PRECISIONS)
+        raise InputError(f"must be one of {choices}, got {precision!r}", field="precision")
+    if isinstance(model, InferencePrecision):
+        model.precision = precision
+    elif precision not in ("auto", "fp32"):
+        name = type(model).__name__
+        raise InputError(f"a {name} runs in its own precision only", field="precision")
+    return model
+
+
+def effective_precision(model: Any) -> str:
+    """The concrete precision ``model`` infers in (``auto`` resolved for its device); fp32
+    for a model without a choice."""
+    if not isinstance(model, InferencePrecision):
+        return "fp32"
+    device = getattr(model, "device", torch.device("cpu"))
+    return resolve_precision(model.precision, device)
+
+
 def autocast_context(device: torch.device, precision: str):
     """The autocast context for a concrete precision (no autocast for fp32)."""
     precision = resolve_precision(precision, device)
@@ -74,6 +119,31 @@ def autocast_context(device: torch.device, precision: str):
         return contextlib.nullcontext()
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+_autocast_states = threading.local()  # per thread, as torch keeps the autocast state
+
+
+def _enter_fp32(module: nn.Module, inputs: tuple) -> tuple:
+    device = next((x.device.type for x in inputs if isinstance(x, torch.Tensor)), "cpu")
+    stack = _autocast_states.__dict__.setdefault("stack", [])
+    stack.append((device, torch.is_autocast_enabled(device)))
+    torch.set_autocast_enabled(device, False)
+    return tuple(x.float() if torch.is_tensor(x) and x.is_floating_point() else x for x in inputs)
+
+
+def _leave_fp32(module: nn.Module, inputs: tuple, output: Any) -> None:
+    device, enabled = _autocast_states.stack.pop()
+    torch.set_autocast_enabled(device, enabled)
+
+
+def keep_fp32(module: nn.Module) -> nn.Module:
+    """Make ``module`` (a scoring head) compute in fp32 whatever autocast surrounds it: its
+    floating inputs are cast to fp32 and autocast is off inside it. Forward hooks, so its
+    parameters, state dict and class are unchanged, and copies (int8) keep the rule."""
+    module.register_forward_pre_hook(_enter_fp32)
+    module.register_forward_hook(_leave_fp32, always_call=True)
+    return module
 
 
 def device_type(accelerator: str) -> str:

@@ -158,10 +158,10 @@ class TransformerRanker(As2Ranker, nn.Module):
         return pad_batch(encoded, self.tokenizer.pad_token_id)
 
     # -- the one inference path ---------------------------------------------------------
-    #: Inference precision (:mod:`ctxsent.models.precision`): fp32 unless set, since bf16
-    #: cost a trained WikiQA cross-encoder 0.048 MAP (BENCHMARKS.md); ``int8`` where the
-    #: model supports it (:attr:`supports_int8`).
-    precision = "fp32"
+    #: Inference precision (:mod:`ctxsent.models.precision`): ``auto`` (bf16 where the
+    #: hardware has it natively; the scoring heads stay fp32) unless set; ``int8`` where
+    #: the model supports it (:attr:`supports_int8`).
+    precision = "auto"
     supports_int8 = False
 
     def inference(self, total: int, show_progress: bool = False):

@@ -243,8 +243,11 @@ def create_app(
     batching: BatchConfig | None = None,
     api_key: str | None = None,
     cors_origins: Sequence[str] = (),
+    precision: str = "auto",
+    accelerator: str = "cpu",
 ) -> FastAPI:
-    """A FastAPI app serving ``model`` (a spec for ``load_ranker`` or a loaded model).
+    """A FastAPI app serving ``model`` (a spec for ``load_ranker``, loaded in ``precision`` on
+    ``accelerator``, or a loaded model).
 
     With ``api_key``, every endpoint but ``/health`` and the docs needs
     ``Authorization: Bearer API_KEY``; ``cors_origins`` are the web origins whose pages
@@ -256,7 +259,7 @@ def create_app(
     if isinstance(model, str):
         from ctxsent.resolver import load_ranker
 
-        model = load_ranker(model)
+        model = load_ranker(model, precision, accelerator)
     runner = ModelRunner(model, batching.model_batch_size)
     batcher = MicroBatcher(
         runner,
