@@ -21,7 +21,9 @@ fine-tune continues from its last checkpoint):
 4. print one JSON object: per (target, model) the test metrics of every seed and their
    mean and standard deviation (MAP, MRR, P@1, nDCG@10), and per model its difference
    from the contextual baseline fine-tuned with the same seed (same batches and head
-   draw), with a paired t-test over the seeds (``paired_with_contextual``).
+   draw), with a paired t-test over the seeds (``paired_with_contextual``) and its p
+   adjusted by Holm's method over the rows compared per target and metric: every row
+   but the two baselines, i.e. the objectives, controls and fresh heads (``p_holm``).
 
     python benchmarks/ssp_table1.py --out runs/ssp-table1 --seeds 1 2 3 \\
         --pretrain-steps 1000 --finetune-steps 300 --documents 1000 --jobs 2
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 from functools import partial
 from pathlib import Path
@@ -116,6 +119,28 @@ def paired_with_baseline(runs: dict[int, dict], baseline: dict[int, dict]) -> di
             "p": round(float(p), 4),
         }
     return paired
+
+
+def holm(p_values: dict[str, float]) -> dict[str, float]:
+    """Holm's step-down adjustment of a family of p-values: the k-th smallest of m (k from
+    0) times m - k, raised to the adjusted value before it, capped at 1. A NaN p (a test
+    that could not run) stays NaN and is not counted in m."""
+    ranked = sorted((p, name) for name, p in p_values.items() if not math.isnan(p))
+    adjusted = dict.fromkeys(p_values, math.nan)
+    running = 0.0
+    for k, (p, name) in enumerate(ranked):
+        running = max(running, min(1.0, (len(ranked) - k) * p))
+        adjusted[name] = running
+    return adjusted
+
+
+def add_holm(rows: dict[str, dict], family: list[str]) -> None:
+    """Add ``p_holm`` to each ``paired_with_contextual`` test of the ``family`` rows, the
+    family adjusted together, one metric at a time."""
+    for metric in METRICS:
+        tests = {name: rows[name]["paired_with_contextual"][metric] for name in family}
+        for name, p in holm({name: test["p"] for name, test in tests.items()}).items():
+            tests[name]["p_holm"] = round(p, 4)
 
 
 def main() -> None:
@@ -219,6 +244,8 @@ def main() -> None:
                     rows[name]["paired_with_contextual"] = paired_with_baseline(
                         runs, by_seed["contextual"]
                     )
+        if "contextual" in rows:  # the family: every row but the two baselines
+            add_holm(rows, [name for name in rows if name not in baselines])
     print_report(args, table)
 
 
