@@ -38,7 +38,7 @@ from speed_common import (
 )
 
 import ctxsent
-from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.evaluation.as2_metrics import as2_metrics, tied_pairs
 from ctxsent.export import export_onnx
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.precision import resolve_precision
@@ -130,6 +130,7 @@ def main() -> None:
             "max_abs_score_diff_vs_fp32": {
                 name: float(np.abs(s - scores[fp32]).max()) for name, s in scores.items()
             },
+            "tied_pairs": {name: tied_pairs(ids, s) for name, s in scores.items()},
         },
     }
     print(json.dumps(report, indent=2))

@@ -38,7 +38,7 @@ from speed_common import (
 )
 
 import ctxsent
-from ctxsent.evaluation.as2_metrics import as2_metrics
+from ctxsent.evaluation.as2_metrics import as2_metrics, tied_pairs
 from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.models.precision import resolve_precision
 from ctxsent.tasks.as2_load import load_as2
@@ -95,10 +95,11 @@ def main() -> None:
     candidates = np.array([row[r.candidate] for r in scored])
     embeddings = {name: encode() for name, encode in encoders(texts).items()}
     ids, labels = [r.question_id for r in scored], [r.label for r in scored]
-    maps = {}
+    maps, ties = {}, {}
     for name, vectors in embeddings.items():
         scores = np.einsum("ij,ij->i", vectors[questions], vectors[candidates])
         maps[name] = as2_metrics(ids, labels, scores)["map"]
+        ties[name] = tied_pairs(ids, scores)
     report = {
         "model": args.model,
         "st_model": args.st_model,
@@ -126,6 +127,7 @@ def main() -> None:
             "max_abs_embedding_diff_vs_fp32": {
                 name: float(np.abs(e - embeddings[fp32]).max()) for name, e in embeddings.items()
             },
+            "tied_pairs": ties,
         },
     }
     print(json.dumps(report, indent=2))

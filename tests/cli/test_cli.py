@@ -303,3 +303,21 @@ def test_finetune_refuses_options_its_architecture_cannot_use(tmp_path, tiny_ber
     result = CliRunner().invoke(app, [*command, "--init", str(tiny_bert), *args])
     assert result.exit_code == 2 and message in result.output
     assert not (tmp_path / "x").exists()
+
+
+def test_eval_rank_and_serve_take_the_inference_precision(as2_file, tiny_bert, tmp_path):
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+
+    folder = CrossEncoderRanker.from_backbone(str(tiny_bert)).save_pretrained(tmp_path / "ce")
+    evaluate = ("eval", "as2", "--model", str(folder), "--data", f"jsonl:{as2_file}")
+    assert json.loads(run_cli(*evaluate).stdout)["precision"] == "fp32"  # auto (conftest)
+    bf16 = run_cli(*evaluate, "--precision", "bf16")
+    assert bf16.exit_code == 0 and json.loads(bf16.stdout)["precision"] == "bf16"
+    bm25 = run_cli("eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}",
+                   "--precision", "bf16")  # fmt: skip
+    assert bm25.exit_code != 0 and bm25.stderr.count("\n") == 1 and "precision" in bm25.stderr
+    ranked = run_cli("rank", "--model", str(folder), "--data", f"jsonl:{as2_file}", "--json",
+                     "--precision", "bf16", "--accelerator", "cpu")  # fmt: skip
+    assert ranked.exit_code == 0 and len(json.loads(ranked.stdout)) == 3
+    serve_help = run_cli("serve", "--help").stdout
+    assert "--precision" in serve_help and "--accelerator" in serve_help

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ctxsent.errors import InputError
-from ctxsent.evaluation.as2_metrics import as2_metrics, per_question_as2_metrics
+from ctxsent.evaluation.as2_metrics import as2_metrics, per_question_as2_metrics, tied_pairs
 
 # q1: negative first, then two positives; q2: a positive tied with a negative;
 # q3: no positive; q4: the positive ranked first.
@@ -109,3 +109,10 @@ def test_agrees_with_ranx_on_wikiqa_shaped_data() -> None:
     theirs = ranx.evaluate(qrels, run, list(names.values()))
     for ours_name, ranx_name in names.items():
         assert ours[ours_name] == pytest.approx(float(theirs[ranx_name]), abs=1e-9), ours_name
+
+
+def test_tied_pairs_counts_equal_scores_within_a_question_only():
+    ids = ["a", "a", "a", "b", "b", "c"]
+    assert tied_pairs(ids, [1.0, 1.0, 1.0, 1.0, 2.0, 1.0]) == 3  # a: 3 pairs; b, c: none
+    assert tied_pairs(ids, [0.5, 0.25, 0.5, 0.5, 0.5, 0.5]) == 2
+    assert tied_pairs(ids, np.arange(6.0)) == 0

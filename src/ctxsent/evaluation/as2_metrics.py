@@ -135,3 +135,14 @@ def _check_inputs(n_pairs: int, labels: np.ndarray, scores: np.ndarray) -> None:
         raise InputError("labels must be 0 or 1", field="labels")
     if not np.isfinite(scores).all():
         raise InputError("scores must be finite numbers (found NaN or infinity)", field="scores")
+
+
+def tied_pairs(question_ids: Sequence[str], scores: Sequence[float]) -> int:
+    """Pairs of candidates of one question with exactly equal scores: what the pessimistic
+    tie rule orders against the positives (a scorer whose logits are rounded to bf16 makes
+    many of them)."""
+    codes, _ = _question_codes(question_ids)
+    _, counts = np.unique(
+        np.stack([codes, np.asarray(scores, dtype=np.float64)]), axis=1, return_counts=True
+    )
+    return int((counts * (counts - 1) // 2).sum())
