@@ -39,6 +39,11 @@ def time_budget(deadline: float) -> Iterator[None]:
         _deadline = None
 
 
+def seconds_left() -> float | None:
+    """Seconds to the deadline of :func:`time_budget` (None outside one)."""
+    return None if _deadline is None else _deadline - time.monotonic()
+
+
 @contextmanager
 def in_process() -> Iterator[None]:
     """Within it, :func:`ctxsent` runs each command in this process, saving the seconds of

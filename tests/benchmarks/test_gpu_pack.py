@@ -9,6 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from ctxsent.cli import app
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks" / "gpu_pack"))
@@ -115,7 +118,7 @@ def test_the_tiny_bundle_runs_every_part_end_to_end(shared_data, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
 
     results = json.loads((out / "results.json").read_text())
-    assert list(results["parts"]) == ["prepare", "ssp", "cascade"]
+    assert list(results["parts"]) == ["prepare", "ssp", "cascade", "aae"]
     for name, part in results["parts"].items():
         assert part["stopped_at_budget"] is False, name
         assert not {"error", "errors"} & part.keys(), (name, part.get("error"), part.get("errors"))
@@ -139,6 +142,20 @@ def test_the_tiny_bundle_runs_every_part_end_to_end(shared_data, tmp_path):
         assert evaluations[name]["relative_cost"] < 1
         assert {"low", "high"} <= evaluations[name]["against"]["difference"]["p@1"].keys()
     assert cascade["cascade_over_pooled-6_speed"] > 0
+
+    aae = results["parts"]["aae"]
+    assert aae["training"]["steps"] == 2
+    # expanded from the bundle's GloVe rows, not the 400k of the installed package
+    assert aae["training"]["saved_vocabulary"] < 20_000
+    assert set(aae["sts"]) == {"mean-max-aae", "glove-bow"}
+    for report in aae["sts"].values():
+        assert set(report["tasks"]) == {"STSB", "STS12"}
+    # the rows kept (in fp16) give GloVe BOW the scores of all 400k words
+    args = ["eval", "senteval", "--model", "glove-bow", "--tasks", "STSB,STS12", "--no-cache"]
+    full = CliRunner().invoke(app, [*args, "--data", str(shared_data), "--no-progress"])
+    for task, scores in json.loads(full.stdout)["tasks"].items():
+        pearson = aae["sts"]["glove-bow"]["tasks"][task]["pearson"]
+        assert pearson == pytest.approx(scores["pearson"], abs=1e-3)
 
     # every default backbone was the bundle's, through the stand-in package
     model = work / "ssp" / "wikiqa-contextual-seed1" / "model"
