@@ -110,7 +110,7 @@ class Scale:
     minutes: dict[str, float]
     jobs: int  # ctxsent commands at once
     threads: int  # torch threads per command
-    options: tuple[str, ...]  # added to every training and scoring command
+    options: tuple[str, ...]  # added to the pack's training and scoring commands
     # bundle
     wiki_documents: int  # corpus slice for SSP examples
     wikiqa_questions: int | None  # None: every question; else the first N clean per split
@@ -169,7 +169,7 @@ GPU = Scale(
     aae_settings=("embedding_dim=50", "accelerator=gpu"),
     sts_seconds=40,
 )
-#: The CPU dry run: every step of GPU at toy sizes, one seed, in about a minute.
+#: The CPU dry run: every step of GPU at toy sizes and one seed, in 1-1.5 minutes on 2 cores.
 TINY = Scale(
     minutes={"prepare": 3.0, "ssp": 10.0, "cascade": 5.0, "aae": 3.0},
     jobs=1,
@@ -442,7 +442,7 @@ def guarded(report: dict, fn, needs_result: bool = False):
 
 
 def _environment_for_commands(work: Path, scale: Scale) -> None:
-    """The ``ctxsent`` command and the stand-in package for the commands this run starts."""
+    """The ``ctxsent`` command and the stand-in packages for the commands this run starts."""
     standins, bin_ = work / "standins", work / "bin"
     standins.mkdir(parents=True, exist_ok=True)
     bin_.mkdir(exist_ok=True)
