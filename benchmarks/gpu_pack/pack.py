@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib
 import io
 import json
 import os
@@ -468,8 +469,15 @@ def _versions() -> dict:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
+    broken = {}  # a carried wheel that does not import here (e.g. too old a pyarrow)
+    for name in WHEELS:
+        try:
+            importlib.import_module(name)
+        except Exception as error:  # noqa: BLE001 - reported; the parts say what it cost
+            broken[name] = f"{type(error).__name__}: {error}"
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    return {"python": platform.python_version(), "gpu": gpu, "cpus": os.cpu_count(), **versions}
+    return {"python": platform.python_version(), "gpu": gpu, "cpus": os.cpu_count(),
+            **versions, "imports_failing": broken}  # fmt: skip
 
 
 def prepare(report: dict, bundle: Path, work: Path, scale: Scale) -> None:

@@ -119,6 +119,7 @@ def test_the_tiny_bundle_runs_every_part_end_to_end(shared_data, tmp_path):
 
     results = json.loads((out / "results.json").read_text())
     assert list(results["parts"]) == ["prepare", "ssp", "cascade", "aae"]
+    assert results["environment"]["imports_failing"] == {}
     for name, part in results["parts"].items():
         assert part["stopped_at_budget"] is False, name
         assert not {"error", "errors"} & part.keys(), (name, part.get("error"), part.get("errors"))
