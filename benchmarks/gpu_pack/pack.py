@@ -570,34 +570,16 @@ def ssp_part(report: dict, bundle: Path, work: Path, scale: Scale) -> None:
             "--num-proc", str(args.num_proc))  # fmt: skip
     ssp_table1.pretrain_data("dpc", args)
     pretrain_options = ["--batch-size", str(scale.pretrain_batch), *scale.options]
-    jobs = [
-        Job(row, guarded(report, lambda _, mlm=mlm: ssp_table1.pretrain("dpc", args,
-                                                                         pretrain_options, mlm)))
-        for row, mlm in (("contextual+ssp-dpc", False), ("contextual+mlm-dpc", True))
-    ]  # fmt: skip
 
-    def finetune_and_test(checkpoint, row, target, seed):
+    def pretrain(mlm_only: bool) -> Path:
+        return ssp_table1.pretrain("dpc", args, pretrain_options, mlm_only)
+
+    def finetune_and_test(checkpoint: Path | None, row: str, target: str, seed: int) -> dict:
         init = BASELINES.get(row) or ["--contextual", "--init", str(checkpoint)]
         model = ssp_table1.finetune(row, target, seed, init, args, list(scale.options))
         return ssp_table1.evaluate(model, ssp_table1.TARGETS[target][1])
 
-    # seed by seed, so a run stopped at its budget has every row for its first seeds
-    runs = [(seed, target, row) for seed in scale.seeds for target in ssp_table1.TARGETS
-            for row in SSP_ROWS]  # fmt: skip
-    jobs += [
-        Job(
-            (target, row, seed),
-            guarded(
-                report,
-                lambda checkpoint, row=row, target=target, seed=seed: finetune_and_test(
-                    checkpoint, row, target, seed
-                ),
-                needs_result=row not in BASELINES,
-            ),
-            needs=None if row in BASELINES else row,
-        )
-        for seed, target, row in runs
-    ]
+    jobs = ssp_jobs(report, pretrain, finetune_and_test, scale.seeds, list(ssp_table1.TARGETS))
     results = run_in_order(jobs, scale.jobs)
     report["pretraining"] = {
         job.key: _pretrain_summary(results[job.key].parent)
@@ -605,6 +587,31 @@ def ssp_part(report: dict, bundle: Path, work: Path, scale: Scale) -> None:
         if results[job.key] is not None
     }
     report["table"] = ssp_table(results, scale.seeds, ssp_table1)
+
+
+def ssp_jobs(report: dict, pretrain, finetune, seeds, targets) -> list[Job]:
+    """The two pre-trainings (``pretrain(mlm_only)``), then ``finetune(checkpoint, row,
+    target, seed)`` for every row, seed by seed. The first seed's baselines run beside the
+    pre-trainings; every later fine-tune waits for them, so a part stopped at its budget has
+    every row of its first seeds rather than baselines alone."""
+    jobs = [
+        Job(row, guarded(report, lambda _, mlm=mlm: pretrain(mlm)))
+        for row, mlm in (("contextual+ssp-dpc", False), ("contextual+mlm-dpc", True))
+    ]
+    for seed in seeds:
+        for target in targets:
+            for row in SSP_ROWS:
+                baseline = row in BASELINES
+                job = guarded(
+                    report,
+                    lambda checkpoint, row=row, target=target, seed=seed: finetune(
+                        checkpoint, row, target, seed
+                    ),
+                    needs_result=not baseline,
+                )
+                needs = row if not baseline else None if seed == seeds[0] else jobs[0].key
+                jobs.append(Job((target, row, seed), job, needs=needs))
+    return jobs
 
 
 def _pretrain_summary(run_dir: Path) -> dict:

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -78,6 +79,39 @@ def test_a_failing_part_is_recorded_and_a_job_waiting_on_a_failed_one_is_skipped
     pack.run_part(lambda report: 1 / 0, report, time.monotonic() + 60)
     assert report["error"] == "ZeroDivisionError: division by zero"
     assert report["stopped_at_budget"] is False
+
+
+def test_the_first_seeds_baselines_run_beside_the_pretraining_and_later_seeds_wait():
+    # passes only if both pre-trainings and the first seed's four baselines run at once
+    together = threading.Barrier(6, timeout=20)
+    finished: list = []
+
+    def pretrain(mlm_only):
+        together.wait()
+        finished.append(f"pretrain mlm={mlm_only}")
+        return Path(f"checkpoint-{mlm_only}")
+
+    def finetune(checkpoint, row, target, seed):
+        if seed == 1 and row in pack.BASELINES:
+            together.wait()
+        finished.append((target, row, seed))
+        return {"checkpoint": checkpoint}
+
+    report: dict = {}
+    jobs = pack.ssp_jobs(report, pretrain, finetune, seeds=(1, 2), targets=["wikiqa", "squad"])
+    results = cli_runs.run_in_order(jobs, workers=6)
+
+    assert "errors" not in report and len(finished) == 2 + 2 * 2 * len(pack.SSP_ROWS)
+    needs = {job.key: job.needs for job in jobs}
+    for target in ("wikiqa", "squad"):
+        for row, checkpoint in (("contextual+ssp-dpc", False), ("contextual+mlm-dpc", True)):
+            assert results[target, row, 1]["checkpoint"] == Path(f"checkpoint-{checkpoint}")
+        assert needs[target, "contextual", 1] is None and needs[target, "pairwise", 1] is None
+        assert needs[target, "contextual", 2] == needs[target, "pairwise", 2] == jobs[0].key
+    for position, entry in enumerate(finished):  # a later seed's run after its pre-training
+        if isinstance(entry, tuple) and entry[2] == 2:
+            mlm_only = entry[1] == "contextual+mlm-dpc"
+            assert finished.index(f"pretrain mlm={mlm_only}") < position
 
 
 def test_keep_negatives_draws_that_many_negatives_per_question_and_keeps_the_order(tmp_path):
