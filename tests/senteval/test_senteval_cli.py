@@ -105,3 +105,19 @@ def test_command_checks_tasks_and_data_before_loading_the_model(
     result = run_cli("--model", "bow:/absent", "--tasks", tasks, "--data", str(tiny_data_dir))
     assert isinstance(result.exception, InputError)
     assert message in str(result.exception)
+
+
+def test_command_refuses_a_gpu_that_is_not_there(
+    tiny_data_dir: Path, tiny_vectors_file: Path, monkeypatch
+) -> None:
+    import torch
+
+    from ctxsent.errors import CtxsentError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    args = ["--model", f"bow:{tiny_vectors_file}", "--tasks", "STS12", "--no-cache"]
+    args += ["--data", str(tiny_data_dir), "--no-progress"]
+    assert run_cli(*args, "--accelerator", "cpu").exit_code == 0
+    result = run_cli(*args, "--accelerator", "gpu")
+    assert isinstance(result.exception, CtxsentError) and not result.stdout
+    assert "--accelerator gpu" in str(result.exception)

@@ -112,6 +112,7 @@ def senteval(
         int | None,
         typer.Option(min=1, help="torch threads for encoding (1 is fastest on a busy CPU)"),
     ] = None,
+    accelerator: AcceleratorOption = "auto",
 ) -> None:
     """Evaluate a sentence encoder on SentEval-style tasks: JSON on stdout, table on stderr."""
     from ctxsent.evaluation.senteval import (
@@ -122,6 +123,7 @@ def senteval(
         run_senteval,
     )
     from ctxsent.io import atomic_write, check_writable
+    from ctxsent.models.precision import on_accelerator
     from ctxsent.resolver import load_encoder
     from ctxsent.tasks.senteval import load_tasks
 
@@ -136,7 +138,7 @@ def senteval(
         import torch
 
         torch.set_num_threads(threads)
-    encoder = load_encoder(model)
+    encoder = on_accelerator(load_encoder(model), accelerator)
     report = run_senteval(
         encoder,
         loaded,
