@@ -110,12 +110,11 @@ def test_data_of_another_preset_tokenizer_or_folder_is_refused(tiny_bert, ct_dat
 def test_answer_selection_loss_is_eq10():
     model = tiny_model()
     question, candidates = torch.randn(2, 32), torch.randn(4, 2, 32)
-    loss = answer_selection_loss(model, question, candidates, [1])
-    logits = torch.cat(
-        [model.cross[n].layers[0].logits(question[None, n], candidates[:, n]) for n in range(2)]
-    )  # (N*heads, 1, 4)
-    alpha = logits.softmax(-1).mean(0)[0]
-    torch.testing.assert_close(loss, -alpha[1].log())
+    loss = answer_selection_loss(model, question, candidates, [1, 3])
+    # Eq. 7 over the M = 5 sequences [question; candidates], as the pre-training runs it
+    _, alpha = model.cross_sequence(torch.cat([question[None], candidates])[None])
+    weights = alpha[0, :, :, 0].mean(dim=(0, 1))  # alpha[0], mean over heads: (5,)
+    torch.testing.assert_close(loss, -(weights[2].log() + weights[4].log()) / 2)
 
 
 COLOURS = ["red", "green", "blue", "yellow", "purple", "orange"]
