@@ -1,6 +1,8 @@
 """Two DDP processes on CPU (gloo) follow the one-process loss trajectory for one global
-batch, for every training objective: AS2 fine-tuning (cross-encoder, cascade) and each
-pre-training objective (SSP, ELECTRA + SSP, Cross-Thought, RNN-CNN, Mean-Max AAE).
+batch, for every training objective: AS2 fine-tuning (cross-encoder, cascade, and the
+listwise bi-encoder recipe with 3 questions a step, so that the ranks hold unequal shares
+and only a mean over the global batch's questions agrees) and each pre-training objective
+(SSP, ELECTRA + SSP, Cross-Thought, RNN-CNN, Mean-Max AAE).
 
 A cascade trains one sampled exit per step (Cascade paper, 4.3.1), so a step leaves the
 other exits' parameters without gradient: DDP must expect that, and every rank must
