@@ -83,6 +83,27 @@ def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_an_accumulated_run_counts_the_masked_words_of_its_whole_step(
+    tiny_bert, ct_data, tmp_path, monkeypatch
+):
+    from ctxsent.objectives.cross_thought import CrossThoughtObjective
+
+    counted, step_counts = [], CrossThoughtObjective.step_counts
+
+    def recording(self, batch, generator):
+        counts = step_counts(self, batch, generator)
+        counted.append((batch["input_ids"].shape[0], counts["mlm"]))
+        return counts
+
+    monkeypatch.setattr(CrossThoughtObjective, "step_counts", recording)
+    summary = pretrain_cross_thought(
+        ct_data, tmp_path, _pretrain_config(tiny_bert, max_steps=2, accumulate=2)
+    )
+    assert summary["steps"] == 2 and np.isfinite(summary["last_loss"])
+    # 2 steps of 2 batches, each a half of the preset's 4 samples, counted before each step
+    assert len(counted) == 4 and all(rows == 2 and words > 0 for rows, words in counted)
+
+
 def test_data_of_another_preset_tokenizer_or_folder_is_refused(tiny_bert, ct_data, tmp_path):
     other_preset = _pretrain_config(tiny_bert, max_steps=1)
     other_preset.preset = "mlm-1-512-cpu"
