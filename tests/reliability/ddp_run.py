@@ -28,6 +28,9 @@ from pretraining_runs import pretrain
 GLOBAL_BATCH = 16
 STEPS = 4
 AS2_KINDS = ["cross-encoder", "cascade", "bi-encoder"]
+#: Pre-training with each step's batch split in 2 (``--accumulate 2``): ELECTRA + SSP, whose
+#: three loss parts each count their masked words, tokens or examples over the step.
+ACCUMULATED = {"electra-accumulate-2": ("electra", 2)}
 
 
 def traced_runs(
@@ -44,7 +47,11 @@ def traced_runs(
             if kind in AS2_KINDS:
                 _traced_run(tiny_bert, Path(out) / kind, devices, kind)
             else:
-                _traced_pretraining(tiny_bert, (data or {})[kind], Path(out) / kind, devices, kind)
+                objective, accumulate = ACCUMULATED.get(kind, (kind, 1))
+                folder = (data or {})[objective]
+                _traced_pretraining(
+                    tiny_bert, folder, Path(out) / kind, devices, objective, accumulate
+                )
     finally:
         torch.set_num_threads(threads)
 
@@ -59,8 +66,11 @@ def _mean_over_ranks(value):
     return value.item()
 
 
-def _traced_pretraining(tiny_bert: str, data: str, out: Path, devices: int, kind: str) -> None:
-    """One pre-training run of ``kind`` for :data:`STEPS` steps of a global batch of 8."""
+def _traced_pretraining(
+    tiny_bert: str, data: str, out: Path, devices: int, kind: str, accumulate: int = 1
+) -> None:
+    """One pre-training run of ``kind`` for :data:`STEPS` steps of a global batch of 8, in
+    ``accumulate`` batches a step (each traced)."""
     import torch
     import torch.distributed as dist
 
@@ -77,7 +87,9 @@ def _traced_pretraining(tiny_bert: str, data: str, out: Path, devices: int, kind
     ObjectiveModule.training_step = traced_step
     torch.nn.Module.train = lambda self, mode=True: train(self, False)  # no dropout
     try:
-        pretrain(kind, tiny_bert, data, out, STEPS, STEPS, devices, dropout=False)
+        pretrain(
+            kind, tiny_bert, data, out, STEPS, STEPS, devices, dropout=False, accumulate=accumulate
+        )
     finally:
         ObjectiveModule.training_step = train_step
         torch.nn.Module.train = train
