@@ -240,8 +240,10 @@ class ObjectiveModule(L.LightningModule):
     def training_step(self, batch, batch_idx):
         generator = None
         part = batch_idx % self.accumulate  # of the step's accumulated batches
-        if self.accumulate > 1 and part == 0:
-            self._count_step()
+        if part == 0:
+            end_accumulated_step()  # whatever an interrupted step left
+            if self.accumulate > 1:
+                self._count_step()
         if self.seeded_steps:
             step_seed = self._step_seed(part)
             torch.manual_seed(step_seed + 7_919 * self.global_rank)
@@ -258,6 +260,9 @@ class ObjectiveModule(L.LightningModule):
     @property
     def tokens_seen(self) -> int:
         return int(self._tokens)
+
+    def on_train_end(self) -> None:
+        end_accumulated_step()
 
     def on_train_start(self) -> None:
         self.start_step = self.global_step  # after a resume, the restored step
