@@ -4,8 +4,10 @@ For each question, rank all 2,067 dev paragraphs, and separately only the paragr
 question's own article, with each model as pre-trained (no fine-tuning); report Recall@1/5/20
 (one gold paragraph per question, so Recall@k is the hit rate). Models: ``bm25``, ``minilm``
 (mean-pooled all-MiniLM-L6-v2, cosine), or saved Cross-Thought / MLM folders (Cross-Thought:
-mean attention weight of all heads of all cross-sequence Transformers, softmax over the
-candidate set; MLM baselines: cosine of the special-token embedding). Prints JSON.
+mean attention weight of all heads of all cross-sequence Transformers, each head's softmax
+over the question itself and the candidate set as in the paper, or with
+``--candidates-only`` over the candidate set alone, a deviation kept to reproduce earlier
+measurements; MLM baselines: cosine of the special-token embedding). Prints JSON.
 ``--paired``: every model after the first also gets its Recall@k minus the first model's,
 per question on the same questions, with a 95% paired bootstrap interval.
 
@@ -23,6 +25,7 @@ import torch
 
 from ctxsent.evaluation.retrieval import (
     DEFAULT_KS,
+    CrossThoughtScorer,
     evaluate_paragraph_ranking,
     scorer_from_spec,
     squad_paragraph_ranking,
@@ -52,12 +55,19 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--paired", action="store_true", help="compare each model with the first")
+    parser.add_argument(
+        "--candidates-only",
+        action="store_true",
+        help="Cross-Thought: leave the question out of the softmax (not the paper's ranking)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     data = squad_paragraph_ranking(args.squad, args.questions, args.seed)
     results, first_ranks = {}, None
     for spec in args.models:
         scorer = scorer_from_spec(spec, args.batch_size)
+        if isinstance(scorer, CrossThoughtScorer):
+            scorer.include_self = not args.candidates_only
         result = evaluate_paragraph_ranking(scorer, data, gold_ranks=args.paired)
         if args.paired:
             ranks = result.pop("gold_ranks")

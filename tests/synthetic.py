@@ -109,3 +109,33 @@ def write_corpus(folder: Path, documents) -> Path:
     )
     (folder / SUMMARY_FILE).write_text(json.dumps({"documents": len(documents)}))
     return folder
+
+
+class ScriptedEvaluator:
+    """Wraps an evaluator so that a keep-best test knows which evaluation is the best: runs
+    it, reports ``values`` in turn as its primary metric, and records each evaluated
+    model's embedding of ``probe`` (in :attr:`seen`, with the metrics reported)."""
+
+    def __init__(self, inner, values, probe: str) -> None:
+        self.inner, self.values, self.probe = inner, list(values), probe
+        self.primary_metric = inner.primary_metric
+        self.seen: list[tuple[dict, np.ndarray]] = []
+
+    def __call__(self, model) -> dict:
+        metrics = {**self.inner(model), self.primary_metric: self.values[len(self.seen)]}
+        self.seen.append((metrics, np.asarray(model.encode([self.probe]))))
+        return metrics
+
+
+def script_evaluations(monkeypatch, module, values, probe: str) -> list[ScriptedEvaluator]:
+    """Make ``module.evaluator_from_spec`` return :class:`ScriptedEvaluator` s around the
+    evaluators it built; returns the list they are appended to."""
+    made: list[ScriptedEvaluator] = []
+    real = module.evaluator_from_spec
+
+    def scripted(spec, *args, **kwargs):
+        made.append(ScriptedEvaluator(real(spec, *args, **kwargs), values, probe))
+        return made[-1]
+
+    monkeypatch.setattr(module, "evaluator_from_spec", scripted)
+    return made

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from ctxsent.models.cross_thought import (
     CrossThoughtConfig,
     CrossThoughtModel,
     CrossThoughtRanker,
+    candidate_log_weights,
     selection_log_probs,
 )
 from ctxsent.saving import config_from
@@ -65,12 +67,27 @@ def test_cross_sequence_alpha_is_eq7_and_masks_padded_sequences(model):
     torch.testing.assert_close(logits.softmax(-1), expected)
 
 
-def test_selection_log_probs_average_the_heads_over_candidates_only(model):
+def test_candidate_weights_follow_eq10_on_a_hand_computed_example():
+    # head 0: exp(logits) self 6, candidates 3, 1 -> alpha[0] = [6, 3, 1] / 10
+    # head 1: exp(logits) self 1, candidates 1, 2 -> alpha[0] = [1, 1, 2] / 4
+    # candidates' mean weight: (0.3 + 0.25) / 2 = 0.275 and (0.1 + 0.5) / 2 = 0.3
+    logits = torch.tensor([[math.log(3), 0.0], [0.0, math.log(2)]], dtype=torch.float64)
+    own = torch.tensor([math.log(6), 0.0], dtype=torch.float64)
+    weights = candidate_log_weights(logits, own).exp()
+    torch.testing.assert_close(weights, torch.tensor([0.275, 0.3], dtype=torch.float64))
+    # leaving the question out of the softmax flips the top candidate: (3/4 + 1/3) / 2 first
+    without = candidate_log_weights(logits).exp()
+    torch.testing.assert_close(without, torch.tensor([13 / 24, 11 / 24], dtype=torch.float64))
+
+
+def test_selection_weights_are_row_0_of_the_cross_sequence_attention(model):
     question, candidates = torch.randn(1, 2, 32), torch.randn(5, 2, 32)
     log_probs = selection_log_probs(model, question, candidates)
-    per_head = model.attention_logits(question, candidates).softmax(-1)  # (1, 4, 5)
-    torch.testing.assert_close(log_probs.exp(), per_head.mean(1))
-    assert torch.isclose(log_probs.exp().sum(), torch.tensor(1.0))
+    # Eq. 3-7 run over F = [question; candidates]: alpha (1, N, heads, 6, 6)
+    _, alpha = model.cross_sequence(torch.cat([question, candidates])[None])
+    expected = alpha[0, :, :, 0, 1:].mean(dim=(0, 1))  # alpha[0][m], mean over heads
+    torch.testing.assert_close(log_probs[0].exp(), expected)
+    assert log_probs.exp().sum() < 1  # the question keeps some weight on itself
 
 
 def test_mlm_baseline_has_no_cross_sequence_layers():
@@ -142,8 +159,22 @@ def test_ranker_caches_candidates_and_scores_per_question(model):
     ] + [As2Record("q2", "who lit it?", "a ship", 1), As2Record("q2", "who lit it?", "x", 0)]
     scores = ranker.predict(records)
     assert set(ranker.cache) == {"the lamp is on top", "a ship", "the sea", "x"}
-    assert np.isclose(scores[:3].sum(), 1.0) and np.isclose(scores[3:].sum(), 1.0)
+    embedded = model.encode_special([records[0].question] + [r.candidate for r in records[:3]])
+    alone = selection_log_probs(model, embedded[:1], embedded[1:])[0].exp()
+    np.testing.assert_allclose(scores[:3], alone.detach().numpy(), atol=1e-6)
     ranked = ranker.rank("where is the lamp?", ["the lamp is on top", "a ship", "the sea"])
     # the question is encoded alone here and beside "who lit it?" above: equal up to padding
     expected = sorted(scores[:3], reverse=True)
     assert [r.score for r in ranked] == pytest.approx(expected, abs=1e-6)
+
+
+def test_ranker_scores_two_questions_of_the_same_text_apart(model):
+    from ctxsent.tasks.as2_records import As2Record
+
+    ranker = CrossThoughtRanker(model)
+    text = "where is the lamp?"
+    first = [As2Record("a", text, "the lamp is on top", 1), As2Record("a", text, "a ship", 0)]
+    second = [As2Record("b", text, "the sea", 1), As2Record("b", text, "x", 0)]
+    together = ranker.predict(first + second)
+    apart = np.concatenate([ranker.predict(first), ranker.predict(second)])
+    np.testing.assert_allclose(together, apart, atol=1e-6)

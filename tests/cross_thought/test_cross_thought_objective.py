@@ -132,3 +132,25 @@ def test_the_loss_trains_every_part_and_decreases():
         optimizer.step()
         losses.append(loss.item())
     assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 1.0
+
+
+def test_step_counts_are_the_masked_words_the_loss_averages_over():
+    """Counted over a step of 2 batches whose other batch counts nothing, the loss is twice
+    its mean over this batch's masked words; another count breaks that."""
+    from ctxsent.objectives.global_batch import begin_accumulated_step, end_accumulated_step
+
+    model = tiny_model()
+    collate = collator_for(model, get_preset("cross-thought-3-64-cpu").config)
+    samples = ConsecutiveSequences(chunk_documents(synthetic_documents(), model.tokenizer, 16), 4)
+    batch = collate.stack([samples[0], samples[1]])
+    objective = CrossThoughtObjective(model, collate).eval()
+    with torch.no_grad():
+        plain = objective(batch, torch.Generator().manual_seed(3))["loss"]
+        counts = objective.step_counts(batch, torch.Generator().manual_seed(3))
+        begin_accumulated_step(counts, 2, "cpu")
+        try:
+            counted = objective(batch, torch.Generator().manual_seed(3))["loss"]
+        finally:
+            end_accumulated_step()
+    assert counts["mlm"] > 0
+    torch.testing.assert_close(counted, 2 * plain)

@@ -14,6 +14,8 @@ from ctxsent.evaluation.retrieval import (
     BM25Scorer,
     CrossThoughtScorer,
     DenseScorer,
+    ParagraphRanking,
+    PassageScorer,
     RetrievalPipeline,
     evaluate_paragraph_ranking,
     rank_candidates,
@@ -47,6 +49,30 @@ def test_rank_candidates_averages_per_head_softmaxes_over_the_candidate_set():
     assert rank_candidates(scores).tolist() == [1, 0, 2]
     assert rank_candidates(scores[:1]).tolist() == [0, 1, 2]  # one head: score order
     assert rank_candidates(scores, np.array([0, 2])).tolist() == [0, 2]
+
+
+class FixedScorer(PassageScorer):
+    """Two heads over two passages: alone, passage 0 comes first (13/24 against 11/24);
+    with the question's own logits in the softmax, passage 1 (0.3 against 0.275)."""
+
+    def fit(self, passages):
+        pass
+
+    def head_scores(self, questions):
+        return np.log([[[3.0, 1.0], [1.0, 2.0]]] * len(questions))
+
+    def self_scores(self, questions):
+        return np.log([[6.0, 1.0]] * len(questions))
+
+
+def test_the_question_itself_joins_each_heads_softmax():
+    scorer = FixedScorer()
+    head, own = scorer.head_scores(["q"])[0], scorer.self_scores(["q"])[0]
+    assert rank_candidates(head).tolist() == [0, 1]
+    assert rank_candidates(head, self_scores=own).tolist() == [1, 0]
+    data = ParagraphRanking(["a", "b"], np.array([0, 0]), ["q"], [1])
+    result = evaluate_paragraph_ranking(scorer, data, ks=(1,))
+    assert result["all_paragraphs"] == result["own_article"] == {"recall@1": 100.0}
 
 
 def test_bm25_ranks_the_lexical_match_first():
@@ -94,6 +120,10 @@ def test_cross_thought_scorer_gives_the_attention_logits():
         model.encode_special(["who lit the lamp?"]), model.encode_special(PASSAGES)
     )
     np.testing.assert_allclose(scores, expected.detach().numpy(), atol=1e-5)
+    own = model.attention_logits(*[model.encode_special(["who lit the lamp?"])] * 2)
+    own = own[:, :, 0].detach().numpy()
+    np.testing.assert_allclose(scorer.self_scores(["who lit the lamp?"]), own, atol=1e-5)
+    assert CrossThoughtScorer(model, include_self=False).self_scores(["who lit the lamp?"]) is None
 
 
 def test_squad_paragraph_ranking_all_and_own_article(tmp_path):

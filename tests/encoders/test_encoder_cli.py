@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pytest
 import typer
 from encoder_data import synthetic_documents, write_corpus, write_word_vectors
@@ -9,6 +10,7 @@ import ctxsent
 from ctxsent.cli import pretrain, pretrain_data
 from ctxsent.errors import InputError
 from ctxsent.presets import get_preset, presets
+from synthetic import script_evaluations
 
 TINY = [
     "--set", "embedding_dim=16", "--set", "hidden_size=16", "--set", "ffn_size=32",
@@ -102,7 +104,11 @@ def test_every_preset_has_a_cpu_variant_and_paper_values():
     assert config("rnn-cnn-ar-cnn-us").input_mode == "uniform-sampling"
 
 
-def test_cli_evaluates_during_training_and_keeps_the_best_encoder(cli, inputs, tmp_path):
+def test_cli_evaluates_during_training_and_keeps_the_best_encoder(
+    cli, inputs, tmp_path, monkeypatch
+):
+    from ctxsent.training import encoder_pretrain
+
     corpus, vectors = inputs
     squad = tmp_path / "squad.json"
     paragraphs = [
@@ -115,14 +121,21 @@ def test_cli_evaluates_during_training_and_keeps_the_best_encoder(cli, inputs, t
     built = run(cli, "data", "--preset", preset, "--corpus", corpus, "--out", data,
                 "--set", "max_sentences=none")  # fmt: skip
     assert built.exit_code == 0, built.output
+    # 2 paragraphs put every gold one in the top 20: the script says which step is best
+    made = script_evaluations(monkeypatch, encoder_pretrain, [40.0, 90.0, 60.0], "the cat")
     trained = run(cli, "pretrain", preset, "--data", data, "--out", out, "--word-vectors",
-                  vectors, *TINY, "--max-steps", 4, "--eval", f"squad:{squad}",
+                  vectors, *TINY, "--max-steps", 6, "--eval", f"squad:{squad}",
                   "--eval-every", 2)  # fmt: skip
     assert trained.exit_code == 0, trained.output
     best = json.loads((out / "best.json").read_text())
-    assert best["step"] in (2, 4) and best["dev"]["recall@20"] == 100.0  # 2 paragraphs
+    (evaluated,) = made
+    assert [metrics["recall@20"] for metrics, _ in evaluated.seen] == [40.0, 90.0, 60.0]
+    assert best["step"] == 4 and best["dev"]["recall@20"] == 90.0
+    assert {"recall@1", "own_article_recall@1"} <= set(best["dev"])  # the real ranking's
     assert json.loads((out / "train.json").read_text())["best"]["step"] == best["step"]
-    assert ctxsent.load(out / "encoder").encode(["the cat"]).shape[0] == 1
+    saved = ctxsent.load(out / "encoder").encode(["the cat"])
+    np.testing.assert_allclose(saved, evaluated.seen[1][1], atol=1e-6)
+    assert not np.allclose(saved, evaluated.seen[2][1], atol=1e-6)
     ranking = run(cli, "pretrain", preset, "--data", data, "--out", tmp_path / "other", *TINY,
                   "--eval", "as2:wikiqa:nowhere")  # fmt: skip
     assert isinstance(ranking.exception, InputError)

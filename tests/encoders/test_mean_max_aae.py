@@ -18,8 +18,10 @@ def corpus():
     return vocabulary, tokenize_corpus(documents, vocabulary)
 
 
-def make_encoder(vocabulary, **settings) -> MeanMaxAaeEncoder:
-    config = MeanMaxAaeConfig(len(vocabulary), 16, hidden_size=32, ffn_size=48, heads=4, **settings)
+def make_encoder(vocabulary, embedding_dim: int = 16, **settings) -> MeanMaxAaeEncoder:
+    config = MeanMaxAaeConfig(
+        len(vocabulary), embedding_dim, hidden_size=32, ffn_size=48, heads=4, **settings
+    )
     return MeanMaxAaeEncoder(config, vocabulary)
 
 
@@ -37,9 +39,10 @@ def test_encoder_views_and_padding_invariance(corpus, architecture, pooling, vie
 
 
 def test_attention_encoder_has_no_residual_on_attention(corpus):
-    """Eqs. 8-11: the attention output (width d_h) is not added to the d_e-wide input."""
+    """Eqs. 8-11: the attention output is not added to the input (equal widths here, so
+    that a residual would fit)."""
     vocabulary, _ = corpus
-    encoder = make_encoder(vocabulary, dropout=0.0).eval()
+    encoder = make_encoder(vocabulary, embedding_dim=32, dropout=0.0).eval()
     ids, mask = encoder.batch_ids(["the cat"])
     with torch.no_grad():
         encoder.attention.output.weight.zero_()

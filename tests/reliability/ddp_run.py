@@ -3,8 +3,10 @@ relaunches it).
 
     python tests/reliability/ddp_run.py TINY_BERT OUT DEVICES KIND[,KIND...] [DATA_JSON]
 
-KIND is an AS2 fine-tuning kind (cross-encoder, cascade) or a pre-training objective (ssp,
-electra, cross-thought, rnn-cnn, mean-max-aae), whose data folder DATA_JSON names
+KIND is an AS2 fine-tuning kind (cross-encoder, cascade, bi-encoder: the listwise recipe
+``finetune as2 --arch bi-encoder`` trains by default, 3 questions a step so that the two
+ranks hold 2 and 1) or a pre-training objective (ssp, electra, cross-thought, rnn-cnn,
+mean-max-aae), whose data folder DATA_JSON names
 (``{"ssp": PATH, ...}``). The runs follow one another in the same processes (the first
 launches the ranks, the others reuse them and their process group). Dropout is switched
 off (AS2: p = 0; pre-training: dropout 0 where the config sets it, and every module
@@ -25,7 +27,10 @@ from pretraining_runs import pretrain
 
 GLOBAL_BATCH = 16
 STEPS = 4
-AS2_KINDS = ["cross-encoder", "cascade"]
+AS2_KINDS = ["cross-encoder", "cascade", "bi-encoder"]
+#: Pre-training with each step's batch split in 2 (``--accumulate 2``): ELECTRA + SSP, whose
+#: three loss parts each count their masked words, tokens or examples over the step.
+ACCUMULATED = {"electra-accumulate-2": ("electra", 2)}
 
 
 def traced_runs(
@@ -42,7 +47,11 @@ def traced_runs(
             if kind in AS2_KINDS:
                 _traced_run(tiny_bert, Path(out) / kind, devices, kind)
             else:
-                _traced_pretraining(tiny_bert, (data or {})[kind], Path(out) / kind, devices, kind)
+                objective, accumulate = ACCUMULATED.get(kind, (kind, 1))
+                folder = (data or {})[objective]
+                _traced_pretraining(
+                    tiny_bert, folder, Path(out) / kind, devices, objective, accumulate
+                )
     finally:
         torch.set_num_threads(threads)
 
@@ -57,8 +66,11 @@ def _mean_over_ranks(value):
     return value.item()
 
 
-def _traced_pretraining(tiny_bert: str, data: str, out: Path, devices: int, kind: str) -> None:
-    """One pre-training run of ``kind`` for :data:`STEPS` steps of a global batch of 8."""
+def _traced_pretraining(
+    tiny_bert: str, data: str, out: Path, devices: int, kind: str, accumulate: int = 1
+) -> None:
+    """One pre-training run of ``kind`` for :data:`STEPS` steps of a global batch of 8, in
+    ``accumulate`` batches a step (each traced)."""
     import torch
     import torch.distributed as dist
 
@@ -75,7 +87,9 @@ def _traced_pretraining(tiny_bert: str, data: str, out: Path, devices: int, kind
     ObjectiveModule.training_step = traced_step
     torch.nn.Module.train = lambda self, mode=True: train(self, False)  # no dropout
     try:
-        pretrain(kind, tiny_bert, data, out, STEPS, STEPS, devices, dropout=False)
+        pretrain(
+            kind, tiny_bert, data, out, STEPS, STEPS, devices, dropout=False, accumulate=accumulate
+        )
     finally:
         ObjectiveModule.training_step = train_step
         torch.nn.Module.train = train
@@ -87,6 +101,7 @@ def _traced_run(tiny_bert: str, out: Path, devices: int, kind: str) -> None:
     import torch
     import torch.distributed as dist
 
+    from ctxsent.models.bi_encoder import BiEncoderRanker
     from ctxsent.models.cascade import CascadeRanker
     from ctxsent.models.cross_encoder import CrossEncoderRanker
     from ctxsent.training import as2_finetune
@@ -123,18 +138,17 @@ def _traced_run(tiny_bert: str, out: Path, devices: int, kind: str) -> None:
     CascadeRanker.forward_exits = traced_exits
     try:
         torch.manual_seed(0)
-        model = CascadeRanker if kind == "cascade" else CrossEncoderRanker
-        ranker = model.from_backbone(tiny_bert, max_length=32)
+        models = {"cascade": CascadeRanker, "bi-encoder": BiEncoderRanker}
+        ranker = models.get(kind, CrossEncoderRanker).from_backbone(tiny_bert, max_length=32)
         for module in ranker.modules():
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0
+        settings = {"learning_rate": 3e-3, "epochs": 1}
+        if kind == "bi-encoder":
+            settings = {**as2_finetune.ARCH_DEFAULTS[kind], "questions_per_batch": 3}
         config = as2_finetune.As2TrainConfig(
-            learning_rate=3e-3,
+            **settings | {"max_steps": STEPS, "eval_every": STEPS, "warmup_ratio": 0.0},
             batch_size=GLOBAL_BATCH,
-            epochs=1,
-            max_steps=STEPS,
-            eval_every=STEPS,
-            warmup_ratio=0.0,
             seed=0,
             precision="fp32",
             accelerator="cpu",

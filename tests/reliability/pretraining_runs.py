@@ -54,6 +54,7 @@ def pretrain(
     devices: int = 1,
     dropout: bool = True,
     sequences_per_sample: int | None = None,
+    accumulate: int = 1,
 ) -> dict:
     """Train ``kind`` on its data folder for ``steps`` steps of a global batch of 8 on CPU,
     in fp32, checkpointing every ``checkpoint_every`` steps; returns the run's summary.
@@ -62,7 +63,8 @@ def pretrain(
     ELECTRA, width-8 encoders over 10 words. ``dropout=False`` sets dropout to 0 where the
     config has it (Cross-Thought, encoders; SSP keeps the ranker's own).
     ``sequences_per_sample`` replaces the Cross-Thought preset's 16 (each a sequence of 64
-    tokens, whose masked tokens the MLM head scores over 30k words).
+    tokens, whose masked tokens the MLM head scores over 30k words); ``accumulate`` splits
+    each step's batch in that many.
     """
     from dataclasses import replace
 
@@ -75,6 +77,7 @@ def pretrain(
 
     tiny_bert, out = str(tiny_bert), Path(out)
     placement = {"accelerator": "cpu", "devices": devices, "precision": "fp32"}
+    placement["accumulate"] = accumulate
     if kind in ("ssp", "electra"):
         electra = kind == "electra"
         config = ssp_pretrain.SspPretrainConfig(

@@ -3,17 +3,23 @@ right shape, or 4xx with a message saying why, never 500."""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
+import torch
 from fastapi.testclient import TestClient
 
 from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.cross_thought import CrossThoughtRanker
 from ctxsent.models.sequential import SequentialRanker
+from ctxsent.resolver import load_ranker
 from ctxsent.serving.app import create_app
+from ctxsent.tasks.as2_records import As2Record
+from synthetic import spread_attention
 
 QUESTION = "who lit the lamp?"
 CANDIDATES = [
@@ -56,13 +62,23 @@ def served(
     folder = tmp_path_factory.mktemp("served")
     pairwise = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=64)
     shallow = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=64, layers=1)
+    selector = copy.deepcopy(tiny_cross_thought)
+    # scores that differ by more than the comparisons' tolerance: at init they tie
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        for ranker in (pairwise, shallow):
+            spread_attention(ranker.model.bert)
+        spread_attention(selector.bert, std=1.0)
+        for layer in (transformer.layers[0] for transformer in selector.cross):
+            torch.nn.init.normal_(layer.query.weight)
+            torch.nn.init.normal_(layer.key.weight)
     saved = {
         "bi-encoder-folder": BiEncoderRanker.from_backbone(str(tiny_bert), max_length=16),
         "cross-encoder": pairwise,
         "contextual-cross-encoder": tiny_ranker,
         "cascade": tiny_cascade,
         "sequential": SequentialRanker([shallow, pairwise]),
-        "cross-thought-ranker": CrossThoughtRanker(tiny_cross_thought),
+        "cross-thought-ranker": CrossThoughtRanker(selector),
     }
     return {
         "bm25": "bm25",
@@ -79,16 +95,48 @@ def kind_client(request, served):
         yield KINDS[request.param], client
 
 
+@pytest.fixture(scope="module")
+def loaded() -> dict:
+    return {}
+
+
+@pytest.fixture
+def own_ranker(request, served, loaded):
+    """The ranker of the test's ``kind_client`` kind, loaded apart from the service: what
+    its answers must match (``None`` for a kind that cannot rank)."""
+    name = request.node.callspec.params["kind_client"]
+    if KINDS[name].can_rank and name not in loaded:
+        spec = served[name]
+        loaded[name] = load_ranker(spec) if isinstance(spec, str) else spec
+    return loaded.get(name)
+
+
 def check_error(response, status: int, reason: str) -> None:
     assert response.status_code == status, response.text
     assert reason in response.json()["error"]
 
 
-def check_ranking(response, count: int) -> None:
+def check_ranking(response, expected: Sequence[float]) -> None:
+    """The answers are every candidate, best first, with the model's own ``expected``
+    scores, which differ (so a service answering constant scores fails)."""
     assert response.status_code == 200, response.text
     answers = response.json()["answers"]
-    assert sorted(a["index"] for a in answers) == list(range(count))
-    assert np.isfinite([a["score"] for a in answers]).all()
+    scores = [a["score"] for a in answers]
+    assert sorted(a["index"] for a in answers) == list(range(len(expected)))
+    assert scores == sorted(scores, reverse=True)
+    assert max(expected) - min(expected) > 1e-4
+    by_index = {a["index"]: a["score"] for a in answers}
+    assert [by_index[i] for i in range(len(expected))] == pytest.approx(expected, abs=1e-5)
+
+
+def own_scores(ranker, source: str, alpha: float | None = None) -> list[float]:
+    """The ranker's scores of the request's candidates, in input order."""
+    if source == "document":
+        ranked = ranker.rank_document(QUESTION, DOCUMENT, top_k=None)
+        return [r.score for r in sorted(ranked, key=lambda r: r.index)]
+    records = [As2Record("q", QUESTION, c["text"], 0, c["previous"], c["next"]) for c in CANDIDATES]
+    scores = ranker.predict(records) if alpha is None else ranker.predict(records, alpha=alpha)
+    return np.asarray(scores, dtype=float).tolist()
 
 
 def test_health_and_docs(kind_client):
@@ -101,25 +149,25 @@ def test_health_and_docs(kind_client):
 
 
 @pytest.mark.parametrize("source", ["candidates", "document"])
-def test_rank(kind_client, source):
+def test_rank(kind_client, own_ranker, source):
     kind, client = kind_client
     payload = {"question": QUESTION, "candidates": CANDIDATES}
     if source == "document":
         payload = {"question": QUESTION, "document": DOCUMENT}
     response = client.post("/rank", json=payload)
     if kind.can_rank:
-        check_ranking(response, 3)
+        check_ranking(response, own_scores(own_ranker, source))
     else:
         check_error(response, 422, "cannot rank; use /encode")
 
 
-def test_rank_with_alpha(kind_client):
+def test_rank_with_alpha(kind_client, own_ranker):
     kind, client = kind_client
     response = client.post(
         "/rank", json={"question": QUESTION, "candidates": CANDIDATES, "alpha": 0.5}
     )
     if kind.can_rank and kind.staged:
-        check_ranking(response, 3)
+        check_ranking(response, own_scores(own_ranker, "candidates", alpha=0.5))
     elif kind.can_rank:
         check_error(response, 422, "alpha applies to cascade models only")
     else:

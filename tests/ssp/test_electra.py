@@ -200,3 +200,21 @@ def test_electra_cpu_preset_runs_from_the_cli_and_fine_tunes_as_contextual_ranke
     assert not torch.allclose(typed, untyped)  # segment ids reach the discriminator
     bad = runner.invoke(app, [*train, "--preset", "ssp-dpc-electra-cpu", "--backbone", "minilm"])
     assert "takes no backbone" in str(bad.exception)
+
+
+def test_step_counts_are_what_each_part_averages_over(data, tmp_path):
+    """Counted over a step of 2 batches whose other batch counts nothing, every part is
+    twice its mean over this batch; a count that is not the loss's own breaks that."""
+    from ctxsent.objectives.global_batch import begin_accumulated_step, end_accumulated_step
+
+    batch, module = _batch(data), _module(data, tmp_path)
+    plain = _losses(module, batch)
+    counts = module.step_counts(batch, torch.Generator().manual_seed(3))
+    assert counts["ssp"] == 6 and counts["rtd"] == int(batch["features"]["attention_mask"].sum())
+    begin_accumulated_step(counts, 2, "cpu")
+    try:
+        counted = _losses(module, batch)
+    finally:
+        end_accumulated_step()
+    for part in ("mlm", "rtd", "ssp"):
+        torch.testing.assert_close(counted[part], 2 * plain[part])

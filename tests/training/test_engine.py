@@ -4,6 +4,7 @@ kept, named losses logged, tokens counted, a resumed run going on from its check
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import replace
 
 import pytest
@@ -151,3 +152,71 @@ def test_accumulated_steps_split_the_batch_and_resume_exactly(tmp_path):
     resumed, rest = _stream_run(tmp_path / "split", 4, accumulate=2)
     assert resumed.resumed and rest.seen == objective.seen[4:] and rest.seeds == objective.seeds[4:]
     assert torch.equal(rest.weight, objective.weight)
+
+
+class TokenMean(torch.nn.Module):
+    """``loss = mean over the batch's tokens of (w - token)**2`` (``global_mean`` of part
+    ``tokens``); records each batch's tokens and the gradient of each backward pass."""
+
+    def __init__(self, counted: bool) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+        self.weight.register_hook(lambda grad: self.grads.append(float(grad)))
+        self.seen: list[list[float]] = []
+        self.grads: list[float] = []
+        if counted:
+            self.step_counts = lambda batch, generator: {"tokens": len(batch)}
+
+    def forward(self, batch, generator=None) -> dict:
+        from ctxsent.objectives.global_batch import global_mean
+
+        self.seen.append(batch.tolist())
+        total = ((self.weight - batch) ** 2).sum()
+        return {"loss": global_mean(total, len(batch), part="tokens")}
+
+
+def _token_mean_step(out, counted: bool) -> TokenMean:
+    from ctxsent.training.sampling import StreamBatches
+
+    rows = [torch.full((1 + r,), float(r)) for r in range(8)]  # row r: r+1 tokens of r
+    objective = TokenMean(counted)
+    batches = StreamBatches(8, 4, 0, 1, accumulate=2)  # one step of 2 batches of 2 rows
+    train_objective(
+        objective,
+        DataLoader(rows, batch_sampler=batches, collate_fn=torch.cat),
+        out,
+        replace(PLACEMENT, accumulate=2),
+        OptimizerSettings(0.1, schedule="constant"),
+        seed=0,
+        max_steps=1,
+        checkpoints=False,
+    )
+    return objective
+
+
+def test_an_accumulated_step_averages_over_all_its_tokens(tmp_path):
+    counted = _token_mean_step(tmp_path / "counted", counted=True)
+    assert len(counted.seen) == 2 and len(counted.seen[0]) != len(counted.seen[1])
+    tokens = torch.tensor(counted.seen[0] + counted.seen[1])
+    # d/dw of the step's token mean of (w - x)**2 at w = 0
+    assert sum(counted.grads) == pytest.approx(float(-2 * tokens.mean()))
+    means = _token_mean_step(tmp_path / "means", counted=False)  # no step_counts
+    assert means.seen == counted.seen
+    mean_of_means = sum(torch.tensor(batch).mean() for batch in means.seen) / 2
+    assert sum(means.grads) == pytest.approx(float(-2 * mean_of_means))
+    assert sum(means.grads) != pytest.approx(sum(counted.grads))
+
+
+def test_a_batch_that_does_not_split_evenly_is_warned_about():
+    from ctxsent.training.settings import warn_uneven_accumulation
+
+    with pytest.warns(UserWarning, match="10 pairs does not divide by accumulate 3: .* = 9"):
+        warn_uneven_accumulation(10, 3, "pairs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_uneven_accumulation(9, 3, "pairs")
+    from ctxsent.training.as2_finetune import As2TrainConfig, _train_batches
+    from synthetic import synthetic_as2
+
+    with pytest.warns(UserWarning, match="10 pairs does not divide by accumulate 3"):
+        _train_batches(synthetic_as2(4, seed=0), As2TrainConfig(batch_size=10, accumulate=3))

@@ -7,9 +7,11 @@ sentence embeddings (section 4.2).
 
 Every scorer gives *head scores* ``(Q, heads, P)``. A candidate set is ranked by the mean
 over heads of the softmax over that set: for Cross-Thought this is the averaged attention
-weight ``alpha[0]`` of section 3.3 (all heads of all cross-sequence Transformers); for
-single-head scorers (BM25, cosine of mean-pooled MiniLM or of an MLM baseline's ``E``) it
-is simply the score order. Ties keep passage order.
+weight ``alpha[0]`` of section 3.3 (all heads of all cross-sequence Transformers), whose
+softmax also covers the question itself (:meth:`PassageScorer.self_scores`,
+:func:`~ctxsent.models.cross_thought.candidate_log_weights`); for single-head scorers
+(BM25, cosine of mean-pooled MiniLM or of an MLM baseline's ``E``) it is simply the score
+order. Ties keep passage order.
 
 :class:`RetrievalPipeline` is step (i): passage key vectors are computed once and cached
 in a FAISS inner-product index; a question's BM25 shortlist restricts the FAISS search
@@ -52,16 +54,25 @@ def recall_at_k(
     }
 
 
-def rank_candidates(head_scores: np.ndarray, candidates: np.ndarray | None = None) -> np.ndarray:
+def rank_candidates(
+    head_scores: np.ndarray,
+    candidates: np.ndarray | None = None,
+    self_scores: np.ndarray | None = None,
+) -> np.ndarray:
     """Passage indices, best first, for one question's head scores ``(heads, P)``.
 
-    ``candidates`` restricts the ranking (and the softmax) to those passages.
+    ``candidates`` restricts the ranking (and the softmax) to those passages; ``self_scores``
+    ``(heads,)``, the question's score against itself, joins each head's softmax.
     """
+    from ctxsent.models.cross_thought import candidate_log_weights
+
     if candidates is None:
         candidates = np.arange(head_scores.shape[1])
     scores = torch.from_numpy(head_scores[:, candidates]).double()
-    weights = scores.softmax(dim=-1).mean(dim=0) if len(scores) > 1 else scores[0]
-    return candidates[np.argsort(-weights.numpy(), kind="stable")]
+    if len(scores) > 1:
+        own = None if self_scores is None else torch.from_numpy(self_scores).double()
+        scores = candidate_log_weights(scores, own)[None]
+    return candidates[np.argsort(-scores[0].numpy(), kind="stable")]
 
 
 class PassageScorer(ABC):
@@ -74,6 +85,11 @@ class PassageScorer(ABC):
     @abstractmethod
     def head_scores(self, questions: Sequence[str]) -> np.ndarray:
         """``(Q, heads, P)`` scores of every question against every fitted passage."""
+
+    def self_scores(self, questions: Sequence[str]) -> np.ndarray | None:
+        """``(Q, heads)`` scores of each question against itself, which join the softmax
+        over the passages; ``None`` (the default) when the scorer has none."""
+        return None
 
 
 class BM25Scorer(PassageScorer):
@@ -114,17 +130,32 @@ class DenseScorer(PassageScorer):
 
 
 class CrossThoughtScorer(DenseScorer):
-    """Cross-sequence attention logits (Eq. 5-7) of a pre-trained or fine-tuned Cross-Thought."""
+    """Cross-sequence attention logits (Eq. 5-7) of a pre-trained or fine-tuned Cross-Thought.
 
-    def __init__(self, model, batch_size: int = 64) -> None:
+    As in the paper, a question's softmax covers the question itself
+    (:meth:`self_scores`, which encodes the questions a second time);
+    ``include_self=False`` leaves it out, a deviation kept only to reproduce numbers
+    measured with it (``benchmarks/cross_thought_retrieval.py --candidates-only``).
+    """
+
+    def __init__(self, model, batch_size: int = 64, include_self: bool = True) -> None:
         self.model = model
         self.batch_size = batch_size
+        self.include_self = include_self
         self.heads = model.config.num_special * model.heads
 
     def vectors(self, texts: Sequence[str], role: str) -> np.ndarray:
         embeddings = self.model.encode_special(list(texts), self.batch_size)
         with torch.inference_mode():
             return self.model.attention_vectors(embeddings, role).numpy()
+
+    def self_scores(self, questions: Sequence[str]) -> np.ndarray | None:
+        if not self.include_self:
+            return None
+        embeddings = self.model.encode_special(list(questions), self.batch_size)
+        with torch.inference_mode():
+            queries = self.model.attention_vectors(embeddings, "query")
+            return (queries * self.model.attention_vectors(embeddings, "key")).sum(-1).numpy()
 
 
 class CosineScorer(DenseScorer):
@@ -242,11 +273,15 @@ def evaluate_paragraph_ranking(
     fitted = time.perf_counter()
     all_rankings, own_rankings = [], []
     for offset in range(0, len(data.questions), chunk):
-        scores = scorer.head_scores(data.questions[offset : offset + chunk])
-        for row, gold in zip(scores, data.gold[offset : offset + chunk], strict=True):
+        questions = data.questions[offset : offset + chunk]
+        scores, selves = scorer.head_scores(questions), scorer.self_scores(questions)
+        if selves is None:
+            selves = [None] * len(scores)
+        gold_chunk = data.gold[offset : offset + chunk]
+        for row, self_row, gold in zip(scores, selves, gold_chunk, strict=True):
             own = np.flatnonzero(data.article_of == data.article_of[gold])
-            all_rankings.append(rank_candidates(row))
-            own_rankings.append(rank_candidates(row, own))
+            all_rankings.append(rank_candidates(row, self_scores=self_row))
+            own_rankings.append(rank_candidates(row, own, self_row))
     gold_sets = [{g} for g in data.gold]
     report = {
         "questions": len(data.questions),

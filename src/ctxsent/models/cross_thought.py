@@ -340,8 +340,8 @@ class CrossThoughtModel(nn.Module):
         """First-layer attention logits of every head of every cross-sequence Transformer.
 
         ``queries`` ``(Q, N, d)`` and ``keys`` ``(K, N, d)`` sentence embeddings; returns
-        ``(Q, N * heads, K)``. The mean over the middle axis of their softmax over ``K`` is
-        the answer-selection weight of section 3.3 (Eq. 10).
+        ``(Q, N * heads, K)``, from which :func:`selection_log_probs` computes the
+        answer-selection weight of section 3.3 (Eq. 10).
         """
         q = self.attention_vectors(queries, "query")
         k = self.attention_vectors(keys, "key")
@@ -474,23 +474,48 @@ def _init_bert_style(module: nn.Module) -> None:
 COSINE_TEMPERATURE = 0.05
 
 
+def candidate_log_weights(
+    logits: torch.Tensor, self_logits: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Log of Eq. 10's ``alpha[0][m]`` from attention logits: ``(..., K)``.
+
+    ``logits`` ``(..., heads, K)`` are the question's logits against the ``K`` candidates and
+    ``self_logits`` ``(..., heads)`` its logit against itself. Per head, Eq. 7's softmax runs
+    over ``F_n = [E_0[n]; E_1[n]; ...]``, the question ``X_0`` included, so it covers the
+    question and the candidates; the candidates' weights are then averaged over the heads
+    (section 3.3) and sum to 1 minus the question's mean weight on itself. Without
+    ``self_logits`` the softmax runs over the candidates only: a deviation from the paper,
+    kept only to reproduce retrieval numbers measured with it
+    (:class:`~ctxsent.evaluation.retrieval.CrossThoughtScorer`).
+    """
+    if self_logits is not None:
+        logits = torch.cat([self_logits[..., None], logits], dim=-1)
+    per_head = logits.log_softmax(dim=-1)
+    if self_logits is not None:
+        per_head = per_head[..., 1:]
+    return per_head.logsumexp(dim=-2) - math.log(per_head.shape[-2])
+
+
 def selection_log_probs(
     model: CrossThoughtModel, queries: torch.Tensor, candidates: torch.Tensor
 ) -> torch.Tensor:
     """Log answer-selection weights ``(Q, K)`` from embeddings ``(Q, N, d)``, ``(K, N, d)``.
 
-    Section 3.3: ``alpha[0]`` of every head of every cross-sequence Transformer, softmax over
-    the ``K`` candidates (the question does not attend to itself), averaged over heads and
-    special tokens; each row of the exponent sums to 1 and minus an entry is Eq. 10.
-    Models without cross-sequence Transformers (MLM baselines) use a softmax over cosine
-    similarities of ``E`` / :data:`COSINE_TEMPERATURE` (cosine ranking, section 4.2).
+    Section 3.3: ``alpha[0][m]`` of the first layer of every head of every cross-sequence
+    Transformer for the sequences ``[question; candidates]``, averaged over heads and special
+    tokens (:func:`candidate_log_weights`); minus an entry is Eq. 10. The candidates are
+    encoded without the question (cached), and only the question's row of ``alpha`` is
+    computed. Models without cross-sequence Transformers (MLM baselines) use a softmax
+    over cosine similarities of ``E`` / :data:`COSINE_TEMPERATURE` (cosine ranking,
+    section 4.2).
     """
     if not model.config.cross_sequence:
         q = nn.functional.normalize(queries.flatten(1), dim=-1)
         cosine = q @ nn.functional.normalize(candidates.flatten(1), dim=-1).T
         return (cosine / COSINE_TEMPERATURE).log_softmax(dim=-1)
-    per_head = model.attention_logits(queries, candidates).log_softmax(dim=-1)
-    return per_head.logsumexp(dim=1) - math.log(per_head.shape[1])
+    q = model.attention_vectors(queries, "query")
+    own = (q * model.attention_vectors(queries, "key")).sum(-1)  # (Q, N * heads)
+    return candidate_log_weights(model.attention_logits(queries, candidates), own)
 
 
 @register_model("cross-thought-ranker")
@@ -498,9 +523,10 @@ class CrossThoughtRanker(As2Ranker):
     """AS2 from cached candidate embeddings matched against the question (section 3.3).
 
     Each distinct candidate is encoded once, independently of any question, and kept in
-    :attr:`cache`; a question is encoded and scored against its candidates with
-    :func:`selection_log_probs`. The cache empties itself when the weights change (a
-    training step, a loaded state), so a ranker can be evaluated during fine-tuning.
+    :attr:`cache`; a question is encoded and scored against its candidates (the records
+    with its question id) with :func:`selection_log_probs`. The cache empties itself when
+    the weights change (a training step, a loaded state), so a ranker can be evaluated
+    during fine-tuning.
     """
 
     kind: str
@@ -528,16 +554,21 @@ class CrossThoughtRanker(As2Ranker):
         self.cache_candidates([r.candidate for r in records], batch_size, show_progress)
         rows_by_question: dict[str, list[int]] = {}
         for row, record in enumerate(records):
-            rows_by_question.setdefault(record.question, []).append(row)
-        questions = list(rows_by_question)
-        question_embeddings = self.model.encode_special(questions, batch_size)
+            rows_by_question.setdefault(record.question_id, []).append(row)
+        groups = list(rows_by_question.values())
+        question_embeddings = self.model.encode_special(
+            [records[rows[0]].question for rows in groups], batch_size
+        )
         scores = np.empty(len(records), dtype=np.float32)
-        with torch.inference_mode():
-            for question, embedding in zip(questions, question_embeddings, strict=True):
-                rows = rows_by_question[question]
+        device = self.model.device
+        # scores in fp32 on the model's device, also inside a training run's autocast
+        with torch.inference_mode(), torch.autocast(device.type, enabled=False):
+            for rows, embedding in zip(groups, question_embeddings, strict=True):
                 candidates = torch.stack([self.cache[records[i].candidate] for i in rows])
-                log_probs = selection_log_probs(self.model, embedding[None], candidates)
-                scores[rows] = log_probs[0].exp().numpy()
+                log_probs = selection_log_probs(
+                    self.model, embedding[None].to(device), candidates.to(device)
+                )
+                scores[rows] = log_probs[0].exp().cpu().numpy()
         return scores
 
     def encode(

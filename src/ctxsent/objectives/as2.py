@@ -3,6 +3,9 @@ binary cross-entropy per (question, candidate[, context]) pair, or the listwise 
 each question's candidates; a bi-encoder scores ``cos(q, a) / temperature``
 (:func:`bi_encoder_loss`). :class:`As2Objective` is what the training engine runs
 (:mod:`~ctxsent.training.engine`); :mod:`~ctxsent.training.as2_finetune` builds its batches.
+Losses are means over the step's global batch (pairs, or questions for the listwise loss;
+:func:`~ctxsent.objectives.global_batch.global_mean`), so DDP ranks holding unequal shares
+train as one process.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import torch
 from torch import nn
 
 from ctxsent.models.bi_encoder import BiEncoderRanker
+from ctxsent.objectives.global_batch import global_mean
 
 if TYPE_CHECKING:
     from ctxsent.training.as2_finetune import As2TrainConfig, TrainableRanker
@@ -25,7 +29,8 @@ def listwise_loss(
     groups: torch.Tensor,
     extra_negatives: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Mean over questions of -log(softmax mass on the question's correct candidates).
+    """Mean over the step's questions of -log(softmax mass on the question's correct
+    candidates) (under DDP, over every rank's questions: ``global_mean``).
 
     The softmax runs over each question's candidates in the batch (``groups`` holds
     one question number per row): Cross-Thought's Eq. 10 on cross-encoder scores,
@@ -47,7 +52,14 @@ def listwise_loss(
         if extra_negatives is not None:
             candidates = torch.cat([candidates, extra_negatives[index].to(candidates.dtype)])
         losses.append(torch.logsumexp(candidates, 0) - torch.logsumexp(logits[positives], 0))
-    return torch.stack(losses).mean()
+    return global_mean(torch.stack(losses).sum(), len(losses))
+
+
+def pointwise_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy of each pair's logit, averaged over the step's pairs (under
+    DDP, over every rank's pairs: ``global_mean``)."""
+    total = nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction="sum")
+    return global_mean(total, len(labels))
 
 
 def in_batch_negative_logits(
@@ -96,7 +108,7 @@ def bi_encoder_loss(
     q, a = embeddings[question_rows], embeddings[candidate_rows]
     logits = (q * a).sum(dim=-1) / config.temperature
     if config.loss == "pointwise":
-        return torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+        return pointwise_loss(logits, labels)
     extra = None
     if config.in_batch_negatives:
         cosine = in_batch_negative_logits(embeddings, question_rows, candidate_rows, groups)
@@ -130,5 +142,5 @@ class As2Objective(nn.Module):
         elif questions is not None:
             loss = listwise_loss(self.model(features), labels, questions)
         else:
-            loss = nn.functional.binary_cross_entropy_with_logits(self.model(features), labels)
+            loss = pointwise_loss(self.model(features), labels)
         return {"loss": loss}

@@ -47,6 +47,7 @@ from ctxsent.models.cross_thought import (
 from ctxsent.objectives.cross_thought_presets import CrossThoughtPreset
 from ctxsent.objectives.global_batch import Share, randint, share_of
 from ctxsent.objectives.masking import (
+    IGNORE,
     MaskedWordHead,
     mask_tokens,
     maskable_positions,
@@ -256,6 +257,11 @@ class CrossThoughtObjective(nn.Module):
         share = share_of(batch["input_ids"].shape, batch["input_ids"].device)
         loss = self.masked_word_loss(self.collator.mask(batch, generator, share))
         return {"loss": loss, "tokens": batch["attention_mask"].sum().float()}
+
+    def step_counts(self, batch: dict[str, torch.Tensor], generator: torch.Generator) -> dict:
+        """The masked words (``mlm``) of ``batch`` with ``generator``'s draws."""
+        share = share_of(batch["input_ids"].shape, batch["input_ids"].device)
+        return {"mlm": int((self.collator.mask(batch, generator, share)["labels"] != IGNORE).sum())}
 
     def masked_word_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Eq. 1-9 on a masked batch; returns the mean masked-word cross-entropy."""

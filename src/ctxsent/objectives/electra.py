@@ -96,7 +96,7 @@ def replaced_token_loss(
     total = F.binary_cross_entropy_with_logits(
         logits[active].float(), labels[active], reduction="sum"
     )
-    return global_mean(total, int(active.sum()))
+    return global_mean(total, int(active.sum()), part="rtd")
 
 
 class ElectraObjective(nn.Module):
@@ -144,7 +144,8 @@ class ElectraObjective(nn.Module):
             input_ids=masked, token_type_ids=types, attention_mask=attention
         ).last_hidden_state
         logits, targets = masked_lm_logits(hidden, mlm_labels, self.generator_logits)
-        mlm = global_mean(F.cross_entropy(logits.float(), targets, reduction="sum"), len(targets))
+        total = F.cross_entropy(logits.float(), targets, reduction="sum")
+        mlm = global_mean(total, len(targets), part="mlm")
         picked = mlm_labels != IGNORE
         with torch.no_grad():
             cumulative = torch.softmax(logits.float(), dim=-1).cumsum(-1)

@@ -14,6 +14,14 @@ would still make two processes train differently from one on the same global bat
   :func:`global_mean` divides a rank's sum by the global count (and multiplies by the number
   of ranks, which DDP's gradient average divides out again).
 
+Gradient accumulation splits a step's batch into ``accumulate`` batches that run one after
+the other, and the trainer averages their losses: the mean of their means, not the step's
+mean unless each holds as many tokens. Before a step's first batch, the engine counts every
+part's tokens over all of the step's batches and ranks (an objective's ``step_counts``,
+drawing what the forward passes will draw) and calls :func:`begin_accumulated_step`; until
+:func:`end_accumulated_step`, :func:`global_mean` divides by those counts for the loss parts
+it names.
+
 :func:`share_of` learns the rank's rows and the global batch's shape with one all-gather of a
 few integers per step. All of these are collective under DDP: every rank must call them in
 the same order, which training steps do.
@@ -91,10 +99,48 @@ def randint(
     return _own_part(full, tuple(shape), share)
 
 
-def global_mean(total: torch.Tensor, count: torch.Tensor | int) -> torch.Tensor:
+@dataclass(frozen=True)
+class _Step:
+    """Counts of an accumulated step's batches over all ranks, by loss part, and the factor
+    that undoes the averaging over its batches and (DDP) ranks."""
+
+    counts: dict[str, float]
+    scale: float
+
+
+_accumulated: _Step | None = None
+
+
+def begin_accumulated_step(counts: dict[str, int], accumulate: int, device) -> None:
+    """From now on, :func:`global_mean` of a part in ``counts`` (this rank's counts over all
+    of the step's ``accumulate`` batches) is a mean over the whole step on every rank."""
+    global _accumulated
+    names = sorted(counts)
+    totals = torch.tensor([float(counts[name]) for name in names], dtype=torch.float64)
+    world = 1
+    if _distributed():
+        totals = totals.to(device)
+        dist.all_reduce(totals)
+        world = dist.get_world_size()
+    _accumulated = _Step(dict(zip(names, totals.tolist(), strict=True)), accumulate * world)
+
+
+def end_accumulated_step() -> None:
+    global _accumulated
+    _accumulated = None
+
+
+def global_mean(
+    total: torch.Tensor, count: torch.Tensor | int, part: str | None = None
+) -> torch.Tensor:
     """``total / count`` over the global batch: this rank's ``total`` (a sum of per-example
     or per-token losses) over the ``count`` of all ranks, times the number of ranks (DDP
-    averages the ranks' gradients). The ranks' values average to the global mean."""
+    averages the ranks' gradients). The ranks' values average to the global mean. Inside an
+    accumulated step that counted ``part`` (:func:`begin_accumulated_step`), the mean is over
+    all of the step's batches: the trainer's average over them gives the step's mean."""
+    step = _accumulated
+    if part is not None and step is not None and part in step.counts:
+        return total * (step.scale / step.counts[part])
     if not _distributed():
         return total / count
     counts = torch.as_tensor(count, dtype=torch.float64, device=total.device).clone()

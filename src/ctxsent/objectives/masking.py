@@ -83,7 +83,8 @@ def masked_lm_loss(hidden: torch.Tensor, labels: torch.Tensor, head) -> torch.Te
     over the picks of the step's global batch
     (:func:`~ctxsent.objectives.global_batch.global_mean`)."""
     logits, targets = masked_lm_logits(hidden, labels, head)
-    return global_mean(F.cross_entropy(logits.float(), targets, reduction="sum"), len(targets))
+    total = F.cross_entropy(logits.float(), targets, reduction="sum")
+    return global_mean(total, len(targets), part="mlm")
 
 
 class MaskedWordHead(nn.Module):

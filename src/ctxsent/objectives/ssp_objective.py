@@ -21,6 +21,7 @@ from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.objectives.electra import ElectraObjective
 from ctxsent.objectives.global_batch import global_mean, share_of
 from ctxsent.objectives.masking import (
+    IGNORE,
     MaskedWordHead,
     mask_tokens,
     maskable_positions,
@@ -49,15 +50,28 @@ class SspObjective(nn.Module):
         self.mask_id = tokenizer.mask_token_id
         self.vocab_size = embeddings.weight.shape[0]
 
-    def forward(self, batch: dict, generator: torch.Generator | None = None) -> dict:
-        """``loss``, its parts (``mlm``, ``ssp``, ELECTRA's ``rtd``) and the SSP ``accuracy``."""
-        features, labels = batch["features"], batch["labels"]
+    def _mask(self, features: dict, generator: torch.Generator | None):
         ids, attention = features["input_ids"], features["attention_mask"]
         share = share_of(ids.shape, ids.device)
         maskable = maskable_positions(ids, attention, self.special_ids)
         masked, mlm_labels = mask_tokens(
             ids, maskable, self.mask_id, self.vocab_size, self.mlm_probability, generator, share
         )
+        return masked, mlm_labels, share
+
+    def step_counts(self, batch: dict, generator: torch.Generator | None = None) -> dict:
+        """What each part averages over in ``batch`` with ``generator``'s draws: masked
+        words (``mlm``), examples (``ssp``) and ELECTRA's real tokens (``rtd``)."""
+        _, mlm_labels, _ = self._mask(batch["features"], generator)
+        counts = {"mlm": int((mlm_labels != IGNORE).sum()), "ssp": len(batch["labels"])}
+        if self.electra is not None:
+            counts["rtd"] = int(batch["features"]["attention_mask"].bool().sum())
+        return counts
+
+    def forward(self, batch: dict, generator: torch.Generator | None = None) -> dict:
+        """``loss``, its parts (``mlm``, ``ssp``, ELECTRA's ``rtd``) and the SSP ``accuracy``."""
+        features, labels = batch["features"], batch["labels"]
+        masked, mlm_labels, share = self._mask(features, generator)
         if self.electra is None:
             parts, logits = self._masked_lm(features, masked, mlm_labels)
         else:
@@ -65,7 +79,7 @@ class SspObjective(nn.Module):
                 self.model.model, features, masked, mlm_labels, generator, share
             )
         ssp = F.binary_cross_entropy_with_logits(logits, labels, reduction="sum")
-        parts["ssp"] = global_mean(ssp, len(labels))
+        parts["ssp"] = global_mean(ssp, len(labels), part="ssp")
         return {
             "loss": sum(self.weights[name] * part for name, part in parts.items()),
             **{name: part.detach() for name, part in parts.items()},

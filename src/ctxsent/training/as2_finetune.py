@@ -60,6 +60,7 @@ from ctxsent.training.settings import (
     LOSSES,
     MIN_INPUT_LENGTH,
     RunSettings,
+    warn_uneven_accumulation,
 )
 
 #: What a fine-tuning run writes to ``OUT`` that an ``overwrite`` run starts without.
@@ -316,6 +317,7 @@ def _train_batches(
     With ``accumulate`` k, a batch is a k-th of that (k batches make one optimizer step).
     """
     if config.loss == "pointwise":
+        warn_uneven_accumulation(config.batch_size, config.accumulate, "pairs")
         part = config.batch_size // config.accumulate
         return LengthGroupedBatches(_char_lengths(train), part, config.seed), None
     groups: dict[str, list[int]] = {}
@@ -330,6 +332,7 @@ def _train_batches(
     per_batch = config.questions_per_batch or max(
         1, round(config.batch_size * len(answered) / sum(map(len, answered)))
     )
+    warn_uneven_accumulation(per_batch, config.accumulate, "questions")
     return QuestionBatches(answered, max(1, per_batch // config.accumulate), config.seed), questions
 
 

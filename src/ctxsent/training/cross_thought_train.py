@@ -74,7 +74,13 @@ from ctxsent.training.engine import (
 )
 from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import StreamBatches
-from ctxsent.training.settings import ACCELERATORS, PRECISIONS, PretrainSettings, RunSettings
+from ctxsent.training.settings import (
+    ACCELERATORS,
+    PRECISIONS,
+    PretrainSettings,
+    RunSettings,
+    warn_uneven_accumulation,
+)
 
 
 # ---- pre-training ------------------------------------------------------------------------------
@@ -145,6 +151,7 @@ def pretrain_cross_thought(
             f"the batch of {preset.batch_size} cannot be split in {config.accumulate}",
             field="accumulate",
         )
+    warn_uneven_accumulation(preset.batch_size, config.accumulate, "samples")
     batches = StreamBatches(
         len(samples), preset.batch_size, config.seed, preset.max_steps, accumulate=config.accumulate
     )

@@ -61,6 +61,7 @@ from ctxsent.training.encoder_presets import GLOVE_PACKAGE, EncoderPretrainConfi
 from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation, train_objective
 from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import StreamBatches
+from ctxsent.training.settings import warn_uneven_accumulation
 
 LIMITS = ("max_steps", "max_minutes")  # may change when a run is resumed
 
@@ -194,6 +195,7 @@ def pretrain_encoder(
     total = config.max_steps or config.epochs * (
         len(dataset) // min(config.batch_size, len(dataset))
     )
+    warn_uneven_accumulation(config.batch_size, config.accumulate, "sentences")
     batches = StreamBatches(
         len(dataset),
         config.batch_size,

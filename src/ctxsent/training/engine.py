@@ -46,12 +46,14 @@ from typing import Any
 
 import lightning as L
 import torch
+from lightning.fabric.utilities.apply_func import move_data_to_device
 from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
 from torch import nn
 from torch.utils.data import DataLoader
 
 from ctxsent.io import atomic_write
 from ctxsent.models.precision import device_type, lightning_precision
+from ctxsent.objectives.global_batch import begin_accumulated_step, end_accumulated_step
 from ctxsent.protocols import Evaluator
 from ctxsent.training.progress import StderrProgressBar
 from ctxsent.training.sampling import FollowTrainer
@@ -193,6 +195,13 @@ class ObjectiveModule(L.LightningModule):
     batch's seeds also depend on its place in the step. Without (AS2 fine-tuning, whose published
     results were trained so), dropout follows the global RNG, whose state every checkpoint
     keeps, and the generator is ``None``.
+
+    With ``accumulate`` batches a step, seeded steps and ``step_batches`` (step -> this rank's
+    batches of that step), an objective with ``step_counts(batch, generator)`` (each loss
+    part's count in a batch) is counted over the whole step before its first batch, so that
+    each part is the step's mean over its tokens or examples, not the mean of the batches'
+    means (:func:`~ctxsent.objectives.global_batch.begin_accumulated_step`). The logged loss
+    of one batch is then its share of the step's loss times ``accumulate``.
     """
 
     def __init__(
@@ -203,22 +212,45 @@ class ObjectiveModule(L.LightningModule):
         evaluation: Evaluation | None = None,
         seeded_steps: bool = True,
         accumulate: int = 1,
+        step_batches: Callable[[int], list] | None = None,
     ) -> None:
         super().__init__()
         self.objective, self.optimizer_settings, self.seed = objective, optimizer, seed
         self.evaluation, self.seeded_steps, self.accumulate = evaluation, seeded_steps, accumulate
+        self.step_batches = step_batches
         self.best: dict = {}
         self._tokens: int | torch.Tensor = 0  # summed on the device: no host sync a step
         self.start_step = 0
 
+    def _step_seed(self, part: int) -> int:
+        return self.seed * 1_000_003 + self.global_step + part * 1_000_000_007
+
+    def _count_step(self) -> None:
+        """Count each loss part over all of this step's batches (class docstring)."""
+        counting = getattr(self.objective, "step_counts", None)
+        if counting is None or self.step_batches is None or not self.seeded_steps:
+            return
+        totals: dict[str, int] = {}
+        for part, micro in enumerate(self.step_batches(self.global_step)):
+            generator = torch.Generator(device=self.device).manual_seed(self._step_seed(part))
+            for name, count in counting(move_data_to_device(micro, self.device), generator).items():
+                totals[name] = totals.get(name, 0) + count
+        begin_accumulated_step(totals, self.accumulate, self.device)
+
     def training_step(self, batch, batch_idx):
         generator = None
+        part = batch_idx % self.accumulate  # of the step's accumulated batches
+        if part == 0:
+            end_accumulated_step()  # whatever an interrupted step left
+            if self.accumulate > 1:
+                self._count_step()
         if self.seeded_steps:
-            part = batch_idx % self.accumulate  # of the step's accumulated batches
-            step_seed = self.seed * 1_000_003 + self.global_step + part * 1_000_000_007
+            step_seed = self._step_seed(part)
             torch.manual_seed(step_seed + 7_919 * self.global_rank)
             generator = torch.Generator(device=self.device).manual_seed(step_seed)
         losses = self.objective(batch, generator)
+        if part == self.accumulate - 1:
+            end_accumulated_step()
         if "tokens" in losses:
             self._tokens = self._tokens + losses.pop("tokens").detach()
         logged = {"train_loss" if name == "loss" else name: value for name, value in losses.items()}
@@ -228,6 +260,9 @@ class ObjectiveModule(L.LightningModule):
     @property
     def tokens_seen(self) -> int:
         return int(self._tokens)
+
+    def on_train_end(self) -> None:
+        end_accumulated_step()
 
     def on_train_start(self) -> None:
         self.start_step = self.global_step  # after a resume, the restored step
@@ -357,7 +392,16 @@ def train_objective(
     Steps, evaluations and checkpoints count optimizer steps.
     """
     accumulate = placement.accumulate
-    module = ObjectiveModule(objective, optimizer, seed, evaluation, seeded_steps, accumulate)
+    sampler, step_batches = loader.batch_sampler, None
+    if accumulate > 1 and hasattr(sampler, "step_parts"):
+
+        def step_batches(step: int) -> list:
+            dataset, collate = loader.dataset, loader.collate_fn
+            return [collate([dataset[i] for i in rows]) for rows in sampler.step_parts(step)]
+
+    module = ObjectiveModule(
+        objective, optimizer, seed, evaluation, seeded_steps, accumulate, step_batches
+    )
     extra: list[Callback] = list(callbacks)
     if hasattr(loader.batch_sampler, "start_epoch"):
         extra.insert(0, FollowTrainer(loader.batch_sampler))

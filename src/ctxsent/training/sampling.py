@@ -223,6 +223,14 @@ class StreamBatches(Sampler[list[int]]):
         for step in range(self.skip, self.total):
             yield np.array_split(self.batch(step), self.world)[self.rank].tolist()
 
+    def step_parts(self, step: int) -> list[list[int]]:
+        """This rank's share of each of optimizer step ``step``'s ``accumulate`` batches."""
+        first = step * self.accumulate
+        return [
+            np.array_split(self.batch(first + part), self.world)[self.rank].tolist()
+            for part in range(self.accumulate)
+        ]
+
 
 class FollowTrainer(Callback):
     """Keeps a batch sampler at its trainer's rank, epoch and step.

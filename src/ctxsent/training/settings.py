@@ -7,6 +7,7 @@ offers them as the option's choices. Nothing heavy is imported, so ``--help`` st
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -56,6 +57,19 @@ class RunSettings:
         check_choice(self, "precision", PRECISIONS)
         check_choice(self, "accelerator", ACCELERATORS)
         check_choice(self, "strategy", STRATEGIES)
+
+
+def warn_uneven_accumulation(batch_size: int, accumulate: int, what: str = "items") -> None:
+    """Warn when a batch of ``batch_size`` does not split into ``accumulate`` equal parts:
+    each part holds ``batch_size // accumulate``, so a step trains on fewer (run functions
+    call it where they split their batches)."""
+    if batch_size % accumulate:
+        part = batch_size // accumulate
+        warnings.warn(
+            f"a batch of {batch_size} {what} does not divide by accumulate {accumulate}: "
+            f"each step trains on {accumulate} x {part} = {accumulate * part}",
+            stacklevel=2,
+        )
 
 
 @dataclass(kw_only=True)

@@ -65,6 +65,7 @@ from ctxsent.objectives.ssp_objective import SspObjective
 from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation, train_objective
 from ctxsent.training.runs import finish_run, start_run
 from ctxsent.training.sampling import StreamBatches
+from ctxsent.training.settings import warn_uneven_accumulation
 from ctxsent.training.ssp_presets import ELECTRA_SCRATCH, SspPretrainConfig
 
 #: What a run keeps in ``OUT`` to resume, and an ``overwrite`` run starts without.
@@ -199,6 +200,7 @@ def pretrain_ssp(
         electra = ElectraObjective(ranker.model, config.electra.generator_fraction)
     out_dir.mkdir(parents=True, exist_ok=True)
 
+    warn_uneven_accumulation(config.batch_size, config.accumulate, "examples")
     batches = StreamBatches(
         len(dataset),
         config.batch_size,
