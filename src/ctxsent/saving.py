@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.io import MANIFEST, atomic_path, atomic_write
+from ctxsent.io import MANIFEST, RUN_FILE, atomic_path, atomic_write
 
 MODEL_CARD = "README.md"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -251,11 +251,6 @@ def check_tensors(path: str | Path, missing=(), unexpected=()) -> None:
         if names:
             shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
             raise ModelFolderError(f"{len(names)} {kind} weight tensors: {shown}", path=path)
-
-
-RUN_FILE = "run.json"
-"""A training run's record in its folder ``OUT``; the run's model is ``OUT/model``
-(written by :mod:`ctxsent.training.runs`)."""
 
 
 class UnfinishedRunWarning(UserWarning):
