@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 from collections.abc import Awaitable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
@@ -38,6 +39,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 
 from ctxsent.errors import InputError
+from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.ranker_base import document_candidates, question_records, ranking
 from ctxsent.protocols import Encoder, Ranker, StagedRanker
 from ctxsent.serving.batching import Grouping, MicroBatcher
@@ -152,9 +154,10 @@ class BatchConfig:
 class ModelRunner:
     """Runs one batched model call: ``("rank", alpha)`` scores records, ``("encode", norm)``."""
 
-    def __init__(self, model: Any, batch_size: int) -> None:
+    def __init__(self, model: Any, batch_size: int, chunk_chars: float = math.inf) -> None:
         self.model = model
         self.batch_size = batch_size
+        self.chunk_chars = chunk_chars
         self.can_rank = isinstance(model, Ranker)
         self.encoder = model if isinstance(model, Encoder) else None
         self.staged = isinstance(model, StagedRanker)  # cascade or sequential: takes an alpha
@@ -164,6 +167,8 @@ class ModelRunner:
         task, option = key
         if task == "encode":
             return self.embed(list(items), normalize=option)
+        if isinstance(self.model, CascadeRanker):  # in steps: requests take turns
+            return self.model.predict_steps(items, self.batch_size, option, self.chunk_chars)
         if self.staged:
             return self.model.predict(items, self.batch_size, alpha=option)
         return self.model.predict(items, self.batch_size)
@@ -206,7 +211,8 @@ def grouping(model: Any) -> Grouping:
 
     Cross-encoders and bi-encoders score each record on its own, and encoders embed each
     text on its own: small requests share calls and large ones are split. A cascade prunes
-    each request's candidates together: requests share calls but are never split. Other
+    each request's candidates together: requests share calls but are never split by items;
+    a cascade runs in steps (:meth:`ModelRunner.__call__`), so a large request takes turns. Other
     rankers (BM25's IDF and Cross-Thought's attention over the candidates of a call, a
     sequential ranker) score each request alone and whole.
     """
@@ -220,9 +226,7 @@ def grouping(model: Any) -> Grouping:
 
 def characters(item: As2Record | str) -> int:
     """The characters of a record (question, candidate and context) or a text to encode."""
-    if isinstance(item, str):
-        return len(item)
-    return len(item.question) + len(item.candidate) + len(item.previous) + len(item.next)
+    return len(item) if isinstance(item, str) else item.characters
 
 
 def _describe(model: Any) -> dict:
@@ -257,7 +261,7 @@ def create_app(
         from ctxsent.resolver import load_ranker
 
         model = load_ranker(model)
-    runner = ModelRunner(model, batching.model_batch_size)
+    runner = ModelRunner(model, batching.model_batch_size, limits.chunk_chars)
     batcher = MicroBatcher(
         runner,
         limits.max_batch,
