@@ -248,7 +248,42 @@ def test_every_size_count_step_and_rate_refuses_meaningless_values(path, option)
         assert f"Invalid value for '{option}'" in text, (value, text)
 
 
+def float_options() -> list[tuple[tuple[str, ...], str]]:
+    """``(command path, option)`` of every float option of every command, serve's too."""
+
+    def walk(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, (*path, name))
+        for param in command.params:
+            if param.param_type_name == "option" and param.type_descriptor.annotation is float:
+                yield path, param.opts[0]
+
+    return list(walk(typer.main.get_command(app), ()))
+
+
+@pytest.mark.parametrize(
+    ("path", "option"), float_options(), ids=lambda x: x if isinstance(x, str) else " ".join(x)
+)
+def test_every_float_option_refuses_nan_and_infinity(path, option):
+    for value in ("nan", "inf", "-inf"):
+        text = usage_error(invoke(*path, option, value))
+        assert f"Invalid value for '{option}'" in text, (value, text)
+
+
+def test_the_float_options_include_the_services_timeouts():
+    options = {option for _, option in float_options()}
+    assert {"--timeout-s", "--read-timeout-s", "--max-wait-ms", "--lr"} <= options
+
+
 CONFIG_CASES = [
+    (
+        "as2_finetune.As2TrainConfig",
+        {"learning_rate": float("nan")},
+        "learning_rate",
+        "must be a finite number, got nan",
+    ),
+    ("as2_finetune.As2TrainConfig", {"max_grad_norm": float("inf")}, "max_grad_norm", "finite"),
+    ("encoder_presets.EncoderPretrainConfig", {"max_minutes": float("inf")}, "max_minutes", "fin"),
     ("as2_finetune.As2TrainConfig", {"batch_size": 0}, "batch_size", "must be >= 1, got 0"),
     ("as2_finetune.As2TrainConfig", {"eval_every": 0}, "eval_every", "must be >= 1, got 0"),
     (

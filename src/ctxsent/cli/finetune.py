@@ -20,6 +20,7 @@ from ctxsent.cli.options import (
     PrecisionOption,
     SeedOption,
     StrategyOption,
+    finite,
     positive,
 )
 from ctxsent.errors import InputError
@@ -133,7 +134,8 @@ def as2(
         ),
     ] = 1.0,
     warmup_ratio: Annotated[
-        float, typer.Option(min=0, max=1, help="share of the steps spent warming up")
+        float,
+        typer.Option(min=0, max=1, callback=finite, help="share of the steps spent warming up"),
     ] = 0.1,
     eval_every: Annotated[int, typer.Option(min=1, help="steps between dev evaluations")] = 200,
     patience: Annotated[int, typer.Option(min=1, help="evaluations without dev-MAP gain")] = 5,

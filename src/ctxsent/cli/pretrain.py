@@ -29,6 +29,7 @@ from ctxsent.cli.options import (
     PrecisionOption,
     SeedOption,
     StrategyOption,
+    finite,
     positive,
 )
 from ctxsent.errors import InputError
@@ -221,7 +222,9 @@ def ssp(
     ssp_weight: Annotated[
         float | None,
         typer.Option(
-            min=0, help="SSP loss weight (paper: 1, equal to MLM); 0 = the MLM-only control"
+            min=0,
+            callback=finite,
+            help="SSP loss weight (paper: 1, equal to MLM); 0 = the MLM-only control",
         ),
     ] = None,
     readout: Annotated[

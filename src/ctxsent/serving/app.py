@@ -145,8 +145,8 @@ class BatchConfig:
     model_batch_size: int = 64
 
     def __post_init__(self) -> None:
-        if self.max_wait_ms < 0:
-            raise ValueError(f"max_wait_ms must be at least 0, got {self.max_wait_ms!r}")
+        if not 0 <= self.max_wait_ms < math.inf:  # NaN too
+            raise ValueError(f"max_wait_ms must be finite and >= 0, got {self.max_wait_ms!r}")
         if self.model_batch_size < 1:
             raise ValueError(f"model_batch_size must be at least 1, got {self.model_batch_size!r}")
 
