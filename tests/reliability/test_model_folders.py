@@ -151,3 +151,31 @@ def test_a_crash_while_saving_leaves_no_folder_that_looks_complete(copy, tiny_be
     leftovers = [p for p in os.listdir(copy.parent) if p != "model"]
     assert not any(is_model_folder(copy.parent / p) for p in leftovers)
     assert not leftovers
+
+
+@pytest.mark.parametrize("kind", ["cross-encoder", "cascade", "bi-encoder"])
+def test_max_length_is_bounded_by_the_backbones_positions_when_set_and_when_read(
+    kind, tiny_bert, tmp_path
+):
+    import json
+
+    from ctxsent.errors import InputError
+    from ctxsent.models.baseline_rankers import BiEncoderRanker
+
+    build = {"cross-encoder": CrossEncoderRanker, "cascade": CascadeRanker}.get(
+        kind, BiEncoderRanker
+    ).from_backbone
+    for bad, expected in ((257, "must be <= 256, the positions of"), (0, "integer >= 2")):
+        with pytest.raises(InputError, match=expected) as refused:
+            build(str(tiny_bert), max_length=bad)
+        assert "field 'max_length'" in str(refused.value)
+    ranker = build(str(tiny_bert), max_length=256)
+    with pytest.raises(InputError, match="must be <= 256"):
+        ranker.max_length = 100_000
+    folder = ranker.save_pretrained(tmp_path / "model")
+    for bad in (100_000, 0):  # a hand-edited manifest
+        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest["config"]["max_length"] = bad
+        (folder / MANIFEST).write_text(json.dumps(manifest))
+        with pytest.raises(InputError, match="field 'max_length'"):
+            ctxsent.load(folder)

@@ -212,3 +212,24 @@ def test_the_cli_warns_in_one_line_when_it_loads_an_unfinished_runs_model(tiny_b
     assert ranked.returncode == 0, ranked.stderr
     [warning] = [line for line in ranked.stderr.splitlines() if "has not finished" in line]
     assert warning.startswith(f"warning: {out / 'model'} comes from a run")
+
+
+def test_a_max_length_beyond_the_backbone_stops_finetune_in_one_line_before_the_run(
+    tiny_bert, tmp_path, monkeypatch, capsys
+):
+    from ctxsent.cli import main
+
+    data = tmp_path / "data"
+    write_as2_jsonl(TRAIN, data / "train.jsonl")
+    write_as2_jsonl(DEV, data / "dev.jsonl")
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # main() sets it
+    monkeypatch.setattr(sys, "argv", [
+        "ctxsent", "finetune", "as2", "--data", f"squad-as2:{data}", "--out",
+        str(tmp_path / "run"), "--init", str(tiny_bert), "--max-length", "100000",
+    ])  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        main()
+    error = capsys.readouterr().err.strip()
+    assert exited.value.code == 2 and error.count("\n") == 0
+    assert "field 'max_length': must be <= 256" in error
+    assert not (tmp_path / "run").exists()

@@ -411,10 +411,10 @@ def finetune_as2(
             field="in_batch_negatives",
         )
     settings = _run_settings(ranker, train, dev, config)
+    L.seed_everything(config.seed, verbose=False)
+    if isinstance(ranker, As2RankerSpec):
+        ranker = ranker.build()  # a bad spec (a max_length beyond the backbone) stops here
     with run_folder(out_dir, settings, state=RUN_STATE, may_change=RUN_LIMITS, overwrite=overwrite):
-        L.seed_everything(config.seed, verbose=False)
-        if isinstance(ranker, As2RankerSpec):
-            ranker = ranker.build()
         out_dir.mkdir(parents=True, exist_ok=True)
         train = sample_negatives(train, config.max_negatives_per_question, config.seed)
         train_batches, train_questions = _train_batches(train, config)
