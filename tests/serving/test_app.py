@@ -126,6 +126,24 @@ def test_a_cascade_never_splits_a_request(tiny_cascade):
     assert [scores[i] for i in range(6)] == pytest.approx(alone.tolist(), abs=1e-5)
 
 
+@pytest.mark.parametrize("model", ["cascade", "bm25"])
+def test_a_request_that_cannot_be_split_runs_in_turns_of_one_chunk(model, tiny_cascade):
+    """A cascade (or BM25) request of 6 long candidates, with chunks of about one of them,
+    takes several turns of the batcher, and its scores are those of the whole request."""
+    ranker = tiny_cascade if model == "cascade" else BM25Ranker()
+    app = create_app(ranker, ServeLimits(chunk_chars=150))
+    items = [{"text": " ".join(["lamp keeper tower"] * 6) + f" {i}"} for i in range(6)]
+    turns = []
+    run = app.state.batcher._turn
+    app.state.batcher._turn = lambda call: turns.append(run(call))
+    with TestClient(app) as client:
+        answers = client.post("/rank", json={"question": "who?", "candidates": items}).json()
+    scores = {a["index"]: a["score"] for a in answers["answers"]}
+    records = [As2Record("q", "who?", c["text"], 0) for c in items]
+    assert len(turns) >= 3 and app.state.batcher.stats.calls == 1
+    assert [scores[i] for i in range(6)] == pytest.approx(ranker.predict(records).tolist())
+
+
 def test_cascade_alpha_prunes_each_request_on_its_own(tiny_cascade):
     app = create_app(tiny_cascade, batching=BatchConfig(max_wait_ms=50))
     questions = [(f"question {i}?", candidates(6, seed=10 + i)) for i in range(4)]

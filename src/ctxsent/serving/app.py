@@ -39,6 +39,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 
 from ctxsent.errors import InputError
+from ctxsent.models.baseline_rankers import BM25Ranker
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.ranker_base import document_candidates, question_records, ranking
 from ctxsent.protocols import Encoder, Ranker, StagedRanker
@@ -169,6 +170,8 @@ class ModelRunner:
             return self.embed(list(items), normalize=option)
         if isinstance(self.model, CascadeRanker):  # in steps: requests take turns
             return self.model.predict_steps(items, self.batch_size, option, self.chunk_chars)
+        if isinstance(self.model, BM25Ranker):
+            return self.model.predict_steps(items, self.chunk_chars)
         if self.staged:
             return self.model.predict(items, self.batch_size, alpha=option)
         return self.model.predict(items, self.batch_size)
@@ -212,7 +215,8 @@ def grouping(model: Any) -> Grouping:
     Cross-encoders and bi-encoders score each record on its own, and encoders embed each
     text on its own: small requests share calls and large ones are split. A cascade prunes
     each request's candidates together: requests share calls but are never split by items;
-    a cascade runs in steps (:meth:`ModelRunner.__call__`), so a large request takes turns. Other
+    a cascade and BM25 run in steps (:meth:`ModelRunner.__call__`), so a large request
+    takes turns. Other
     rankers (BM25's IDF and Cross-Thought's attention over the candidates of a call, a
     sequential ranker) score each request alone and whole.
     """
