@@ -18,12 +18,19 @@ turns: ``split`` (``serve``'s defaults but ``--chunk-chars``: large requests are
 cut into chunks that take turns with the small ones) and ``whole`` (no limit
 on a model call: a large request is one call, as before chunking).
 
+Section ``disconnect`` (``split`` server): the server's CPU time for a request of one
+chunk (``--chunk-chars`` of ``--large-chars`` candidates), then a client sends the large
+request and disconnects ``--disconnect-after-s`` later; the CPU the server spends from
+then until it is idle should be at most about one chunk's (the rest is dropped).
+
 Prints one JSON object.
 
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/serve_load.py --model tiny
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/serve_load.py --model minilm
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/serve_load.py \
         --sections fairness --large-chars 5000 --chunk-chars 5000
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 nice .venv/bin/python benchmarks/serve_load.py \
+        --model minilm-cascade --sections fairness,disconnect --samples 100
 
 ``--model`` is ``tiny`` (a random 2-layer width-32 BERT cross-encoder), ``minilm``
 (a cross-encoder on all-MiniLM-L6-v2 with a fresh head: speed only), ``minilm-bi`` (the
@@ -211,6 +218,51 @@ async def fairness_run(
     }
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) the process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_until_idle(pid: int, quiet_s: float = 1.0, bound_s: float = 300.0) -> float:
+    """CPU seconds ``pid`` uses from now until it uses none for ``quiet_s``."""
+    start = last = cpu_seconds(pid)
+    quiet_since, deadline = time.monotonic(), time.monotonic() + bound_s
+    while time.monotonic() - quiet_since < quiet_s and time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = cpu_seconds(pid)
+        if now - last > 0.02:  # more than the event loop's idle ticks
+            quiet_since = time.monotonic()
+        last = now
+    return last - start
+
+
+async def disconnect_run(url: str, pid: int, large: dict, chunk: dict, after_s: float) -> dict:
+    """CPU the server spends on one chunk's request, and after a client sends the large
+    request and disconnects ``after_s`` seconds later (its work left should be dropped at
+    the next chunk boundary)."""
+    async with httpx.AsyncClient(base_url=url, timeout=600) as http:
+        await http.post("/rank", json=chunk)  # warm
+        before = cpu_seconds(pid)
+        for _ in range(5):
+            assert (await http.post("/rank", json=chunk)).status_code == 200
+        one_chunk = (cpu_seconds(pid) - before) / 5
+    cpu_until_idle(pid)
+    client = httpx.AsyncClient(base_url=url, timeout=600)
+    sent = asyncio.create_task(client.post("/rank", json=large))
+    await asyncio.sleep(after_s)
+    sent.cancel()
+    await asyncio.gather(sent, return_exceptions=True)
+    await client.aclose()  # the connection closes: the server sees the client leave
+    after = await asyncio.to_thread(cpu_until_idle, pid)
+    return {
+        "one_chunk_request_cpu_s": round(one_chunk, 3),
+        "disconnect_after_s": after_s,
+        "cpu_after_disconnect_s": round(after, 3),
+        "ratio_to_one_chunk": round(after / max(one_chunk, 1e-9), 2),
+    }
+
+
 def large_payload(question: str, document: str, count: int, chars: int) -> dict:
     """``count`` distinct candidates of ``chars`` characters cut from the repeated document."""
     text = document.replace("\n", " ") * (chars // len(document) + 2)
@@ -236,6 +288,7 @@ def main() -> None:
     parser.add_argument("--chunk-chars", type=int, default=10_000, help="of the split server")
     parser.add_argument("--samples", type=int, default=200, help="small requests, idle and loaded")
     parser.add_argument("--fairness-seconds", type=float, default=120.0, help="bound")
+    parser.add_argument("--disconnect-after-s", type=float, default=3.0)
     args = parser.parse_args()
 
     document = (EXAMPLES / "lighthouse.txt").read_text()
@@ -264,6 +317,8 @@ def main() -> None:
     modes = (args.modes.split(",") if "load" in sections else []) + (
         ["split", "whole"] if "fairness" in sections else []
     )
+    if "disconnect" in sections and "split" not in modes:
+        modes.append("split")
     with tempfile.TemporaryDirectory() as scratch:
         model = build_model(args.model, Path(scratch) / "model")
         ports = {mode: free_port() for mode in modes}
@@ -299,6 +354,17 @@ def main() -> None:
                         {"server": mode, "options": settings, **result}
                     )
                     print(json.dumps(report["fairness"]["servers"][-1]), file=sys.stderr)
+            if "disconnect" in sections:
+                large = large_payload(
+                    questions[0], document, args.large_candidates, args.large_chars
+                )
+                per_chunk = max(1, args.chunk_chars // args.large_chars)
+                chunk = large_payload(questions[0], document, per_chunk, args.large_chars)
+                pid = servers["split"].pid
+                report["disconnect"] = asyncio.run(
+                    disconnect_run(urls["split"], pid, large, chunk, args.disconnect_after_s)
+                )
+                print(json.dumps(report["disconnect"]), file=sys.stderr)
         finally:
             for server in servers.values():
                 server.terminate()

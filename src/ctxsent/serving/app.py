@@ -364,9 +364,14 @@ def create_app(
             "batching": {**asdict(batcher.stats), "waiting": batcher.waiting},
         }
 
-    async def ranked(http: Request, question: str, texts, context, alpha, top: int | None):
-        """The candidates ``texts`` of ``question``, best first (the first ``top``)."""
-        check_texts([("question", question)], limits.max_chars)
+    async def ranked(
+        http: Request, question: str, texts, context, alpha, top: int | None, field="question"
+    ):
+        """The candidates ``texts`` of ``question``, best first (the first ``top``); errors
+        name the question by the request's ``field``."""
+        check_texts([(field, question)], limits.max_chars)
+        if not question.strip():
+            raise InputError(f"the {field} is empty", field=field)
         records = question_records(f"request-{next(request_ids)}", question, texts, context)
         scores = await answer(http, batcher.submit(("rank", alpha), records))
         return ranking(records, scores, top)
@@ -390,7 +395,7 @@ def create_app(
         texts = [d if isinstance(d, str) else d.text for d in request.documents]
         check_count(len(texts), limits.max_candidates, "documents", "documents")
         check_texts(((f"documents.{i}", t) for i, t in enumerate(texts)), limits.max_chars)
-        answers = await ranked(http, request.query, texts, None, None, request.top_n)
+        answers = await ranked(http, request.query, texts, None, None, request.top_n, "query")
         return RerankResponse(
             results=[
                 RerankResult(
