@@ -102,7 +102,10 @@ def atomic_path(
     target.parent.mkdir(parents=True, exist_ok=True)
     for stale in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
         remove_path(stale)  # left by a write of the same output that was killed
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as err:  # /proc, a full disk: name the output, not a temporary name
+        raise OSError(err.errno, err.strerror, str(target)) from err
     staged = tmp / target.name
     try:
         yield staged

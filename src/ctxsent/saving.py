@@ -303,7 +303,29 @@ def load(path: str | Path):
             path=Path(path) / MANIFEST,
             field="kind",
         )
-    return _REGISTRY[kind].from_pretrained(Path(path))
+    model = _REGISTRY[kind].from_pretrained(Path(path))
+    check_finite_weights(model, path)
+    return model
+
+
+def check_finite_weights(model, path: str | Path) -> None:
+    """A :class:`ModelFolderError` naming the first weight tensors of ``model`` (a torch
+    module; others pass) that hold NaN or infinity: such a model scores NaN, which
+    evaluation refuses (:mod:`ctxsent.evaluation.as2_metrics`) and a service would send."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return
+    bad = [
+        name
+        for name, tensor in model.state_dict().items()
+        if tensor.is_floating_point() and not torch.isfinite(tensor).all()
+    ]
+    if bad:
+        shown = ", ".join(bad[:5]) + (", ..." if len(bad) > 5 else "")
+        raise ModelFolderError(
+            f"{len(bad)} weight tensors hold NaN or infinity: {shown}", path=path
+        )
 
 
 def _import_model_modules() -> None:

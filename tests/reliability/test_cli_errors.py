@@ -179,6 +179,21 @@ def test_a_full_disk_ends_in_one_line_naming_the_output_and_leaves_nothing(tmp_p
     assert sorted(path.name for path in tmp_path.iterdir()) == ["squad.json"]
 
 
+def test_an_output_whose_temporary_folder_cannot_be_made_is_named_not_the_temporary(
+    tmp_path, monkeypatch
+):
+    import tempfile
+
+    def refused(prefix, suffix, dir):  # as in /proc: the folder exists, nothing may be made
+        raise OSError(errno.ENOENT, "No such file or directory", f"{dir}/{prefix}x1{suffix}")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    out = tmp_path / "x"
+    with pytest.raises(OSError) as failed, ctxsent.io.atomic_path(out, "export"):
+        pass
+    assert failed.value.filename == str(out) and ".tmp" not in str(failed.value)
+
+
 # ---- 12: option values are checked against their ranges when a command starts ---------------
 
 FINETUNE = ["finetune", "as2", "--data", "jsonl:{missing}", "--out", "{tmp}/run"]

@@ -179,3 +179,16 @@ def test_max_length_is_bounded_by_the_backbones_positions_when_set_and_when_read
         (folder / MANIFEST).write_text(json.dumps(manifest))
         with pytest.raises(InputError, match="field 'max_length'"):
             ctxsent.load(folder)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_weights_holding_nan_or_infinity_are_refused_at_load(copy, bad):
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(copy / "model.safetensors")
+    name = sorted(weights)[0]
+    weights[name][0] = bad
+    save_file(weights, copy / "model.safetensors")
+    with pytest.raises(ModelFolderError, match="1 weight tensors hold NaN or infinity") as bad:
+        ctxsent.load(copy)
+    assert str(copy) in str(bad.value) and name.split(".")[-1] in str(bad.value)
