@@ -368,7 +368,11 @@ def main() -> None:
         finally:
             for server in servers.values():
                 server.terminate()
-                server.wait(timeout=30)
+                try:
+                    server.wait(timeout=30)
+                except subprocess.TimeoutExpired:  # still computing a large request's call
+                    server.kill()
+                    server.wait()
     print(json.dumps(report, indent=2))
 
 

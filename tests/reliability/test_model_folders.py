@@ -192,3 +192,24 @@ def test_weights_holding_nan_or_infinity_are_refused_at_load(copy, bad):
     with pytest.raises(ModelFolderError, match="1 weight tensors hold NaN or infinity") as bad:
         ctxsent.load(copy)
     assert str(copy) in str(bad.value) and name.split(".")[-1] in str(bad.value)
+
+
+def test_a_full_disk_under_safetensors_is_an_os_error_naming_the_model(
+    saved, tmp_path, monkeypatch
+):
+    import errno
+
+    import transformers.modeling_utils
+    from safetensors import SafetensorError
+
+    def full(*args, **kwargs):
+        raise SafetensorError(
+            'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No '
+            'space left on device" })'
+        )
+
+    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", full)
+    with pytest.raises(OSError) as failed:
+        ctxsent.load(saved).save_pretrained(tmp_path / "model")
+    assert failed.value.errno == errno.ENOSPC and failed.value.filename == str(tmp_path / "model")
+    assert os.listdir(tmp_path) == []

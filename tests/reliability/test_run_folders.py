@@ -4,8 +4,10 @@ did not finish can be told from one that did."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 from training_run import CONFIG
@@ -159,10 +161,14 @@ def test_loading_the_model_of_an_unfinished_run_warns(tiny_bert, tmp_path):
     assert unfinished_run(out / "model") == out / "run.json"
     with pytest.warns(UnfinishedRunWarning, match="has not finished"):
         ctxsent.load(out / "model")
+    copy = Path(shutil.copytree(out / "model", tmp_path / "copied"))  # out of the run
+    with pytest.warns(UnfinishedRunWarning, match=f"see {out / 'run.json'}"):
+        ctxsent.load(copy)
     finish_run(out, {"step": 3})
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnfinishedRunWarning)
         ctxsent.load(out / "model")
+        ctxsent.load(shutil.copytree(out / "model", tmp_path / "copied-after"))
     assert unfinished_run(out / "model") is None
 
 
@@ -233,3 +239,13 @@ def test_a_max_length_beyond_the_backbone_stops_finetune_in_one_line_before_the_
     assert exited.value.code == 2 and error.count("\n") == 0
     assert "field 'max_length': must be <= 256" in error
     assert not (tmp_path / "run").exists()
+
+
+def test_a_truncated_checkpoint_is_refused_in_one_line_on_resume(tiny_bert, tmp_path):
+    out = tmp_path / "run"
+    train(tiny_bert, out)
+    latest = (out / "checkpoints" / "latest.ckpt").resolve()
+    latest.write_bytes(latest.read_bytes()[:1000])
+    with pytest.raises(InputError, match="is not a complete checkpoint") as refused:
+        train(tiny_bert, out, max_steps=4)
+    assert str(out / "checkpoints") in str(refused.value) and "--overwrite" in str(refused.value)

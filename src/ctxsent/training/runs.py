@@ -28,6 +28,7 @@ import fcntl
 import glob
 import hashlib
 import json
+import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import astuple
 from pathlib import Path
@@ -37,7 +38,7 @@ from lightning.fabric.utilities.rank_zero import rank_zero_only
 
 from ctxsent.errors import InputError
 from ctxsent.io import RUN_FILE, RUN_KIND, atomic_write, check_output, check_writable, remove_path
-from ctxsent.saving import read_run, write_model_card
+from ctxsent.saving import RUN_STAMP, read_run, write_model_card
 
 #: The lock a run holds on its folder (:func:`run_folder`).
 LOCK_FILE = "run.lock"
@@ -135,7 +136,20 @@ def start_run(
                 "(overwrite=True) to start it again, or use another output folder",
                 path=out / RUN_FILE,
             )
+        _check_checkpoints(out / "checkpoints")
     _write_run(out, "running", settings)
+
+
+def _check_checkpoints(folder: Path) -> None:
+    """An :class:`InputError` for a checkpoint a resume would fail to read: torch writes
+    zip archives, whose index sits at their end, so a truncated one has none."""
+    for checkpoint in sorted(folder.glob("*.ckpt")):
+        if checkpoint.is_file() and not zipfile.is_zipfile(checkpoint):
+            raise InputError(
+                "is not a complete checkpoint (truncated: a full disk, a killed copy?); "
+                "remove it to resume from an earlier one, or pass --overwrite to start again",
+                path=checkpoint,
+            )
 
 
 @contextlib.contextmanager
@@ -175,10 +189,12 @@ def finish_run(out: Path, report: dict, model: str = "model") -> None:
     """Mark the run in ``out`` finished: call it after everything else is written.
 
     The model card of ``OUT/{model}``, when the run saved one, gets the run's ``report``
-    first (:func:`~ctxsent.saving.write_model_card`).
+    first (:func:`~ctxsent.saving.write_model_card`), and loses its
+    :data:`~ctxsent.saving.RUN_STAMP`.
     """
     if (out / model).is_dir():
         write_model_card(out / model, report)
+        (out / model / RUN_STAMP).unlink(missing_ok=True)
     stored = read_run(out) or {}
     _write_run(out, "finished", stored.get("settings", {}))
 
