@@ -290,10 +290,14 @@ class CascadeRanker(TransformerRanker):
         from ctxsent.models.segments import encode_segments, pad_batch
 
         device, pad = self.device, self.tokenizer.pad_token_id
-        encoded = encode_segments(self.tokenizer, self.segments(records), self.config.max_length)
         chars = [record.characters for record in records]
-        states: dict[int, torch.Tensor] = {}  # partial encodings of the survivors
         exits, depth = self.config.exits, self.model.config.num_hidden_layers
+        encoded: list = []
+        for rows in _passes(np.arange(len(records)), chars, len(records), max_chars):
+            piece = [records[i] for i in rows]
+            encoded += encode_segments(self.tokenizer, self.segments(piece), self.config.max_length)
+            yield sum(chars[i] for i in rows) / depth  # tokenising costs less than a layer
+        states: dict[int, torch.Tensor] = {}  # partial encodings of the survivors
 
         def score_stage(index: int, active: np.ndarray) -> Generator[float, None, np.ndarray]:
             done = exits[index - 1] if index else 0
