@@ -173,8 +173,8 @@ class MicroBatcher:
             self._task = None
         while self._pending:
             job = self._pending.popleft()
-            for part in job.call.parts if job.call is not None else [_Part(job, 0, 0)]:
-                _resolve(part.job, error=RuntimeError("the service is shutting down"))
+            for waiting in [part.job for part in job.call.parts] if job.call else [job]:
+                _resolve(waiting, error=RuntimeError("the service is shutting down"))
         self._worker.shutdown(wait=True)
 
     async def _serve(self) -> None:
@@ -233,11 +233,12 @@ class MicroBatcher:
             if job.key != head.key or job.call is not None or job.alone:
                 skipped.append(job)
                 continue
-            if self._fitting(job, self.max_batch - size, self._budget - spent) < job.remaining:
+            count = job.remaining
+            if self._fitting(job, self.max_batch - size, self._budget - spent) < count:
                 skipped.append(job)
                 break
-            parts.append(_take(job, job.remaining))
-            size, spent = size + len(job.items), spent + self._cost_of(parts[-1])
+            parts.append(_take(job, count))
+            size, spent = size + count, spent + self._cost_of(parts[-1])
         self._pending.extendleft(reversed(skipped))
         return _Call(parts)
 
