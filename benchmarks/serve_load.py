@@ -18,16 +18,24 @@ turns: ``split`` (``serve``'s defaults but ``--chunk-chars``: large requests are
 cut into chunks that take turns with the small ones) and ``whole`` (no limit
 on a model call: a large request is one call, as before chunking).
 
+Section ``disconnect`` (``split`` server): the server's CPU time for a request of one
+chunk (``--chunk-chars`` of ``--large-chars`` candidates), then a client sends the large
+request and disconnects ``--disconnect-after-s`` later; the CPU the server spends from
+then until it is idle should be at most about one chunk's (the rest is dropped).
+
 Prints one JSON object.
 
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/serve_load.py --model tiny
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/serve_load.py --model minilm
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/serve_load.py \
         --sections fairness --large-chars 5000 --chunk-chars 5000
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 nice .venv/bin/python benchmarks/serve_load.py \
+        --model minilm-cascade --sections fairness,disconnect --samples 100
 
 ``--model`` is ``tiny`` (a random 2-layer width-32 BERT cross-encoder), ``minilm``
-(a cross-encoder on all-MiniLM-L6-v2 with a fresh head: speed only) or a saved
-ctxsent model folder.
+(a cross-encoder on all-MiniLM-L6-v2 with a fresh head: speed only), ``minilm-bi`` (the
+MiniLM bi-encoder), ``minilm-cascade`` (a cascade on MiniLM with untrained exits: speed
+only) or a saved ctxsent model folder.
 """
 
 from __future__ import annotations
@@ -55,7 +63,7 @@ SERVE = "import typer; from ctxsent.cli.serve import serve; typer.run(serve)"
 
 def build_model(spec: str, folder: Path) -> str:
     """A saved model folder for ``tiny`` / ``minilm``, or ``spec`` itself."""
-    if spec not in ("tiny", "minilm"):
+    if spec not in ("tiny", "minilm", "minilm-bi", "minilm-cascade"):
         return spec
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
@@ -67,6 +75,12 @@ def build_model(spec: str, folder: Path) -> str:
     torch.manual_seed(0)
     if spec == "minilm":
         return str(CrossEncoderRanker.from_backbone("minilm").save_pretrained(folder))
+    if spec == "minilm-bi":
+        return "bi-encoder"  # the MiniLM bi-encoder, as ctxsent.load names it
+    if spec == "minilm-cascade":  # untrained exits: latency does not depend on training
+        from ctxsent.models.cascade import CascadeRanker
+
+        return str(CascadeRanker.from_backbone("minilm").save_pretrained(folder))
     config = BertConfig(
         hidden_size=32,
         num_hidden_layers=2,
@@ -195,11 +209,57 @@ async def fairness_run(
         "idle_p99_ms": round(idle_p99, 1),
         "loaded_p50_ms": round(float(np.percentile(loaded_ms, 50)), 1) if loaded else None,
         "loaded_p99_ms": round(loaded_p99, 1),
+        "loaded_max_ms": round(float(np.max(loaded_ms)), 1) if loaded else None,
         "p99_ratio": round(loaded_p99 / idle_p99, 2),
         "small_requests": len(idle) + len(loaded),
         "large_requests": len(large_seconds),
         "large_request_s": round(float(np.mean(large_seconds)), 2),
         "errors": errors,
+    }
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) the process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_until_idle(pid: int, quiet_s: float = 1.0, bound_s: float = 300.0) -> float:
+    """CPU seconds ``pid`` uses from now until it uses none for ``quiet_s``."""
+    start = last = cpu_seconds(pid)
+    quiet_since, deadline = time.monotonic(), time.monotonic() + bound_s
+    while time.monotonic() - quiet_since < quiet_s and time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = cpu_seconds(pid)
+        if now - last > 0.02:  # more than the event loop's idle ticks
+            quiet_since = time.monotonic()
+        last = now
+    return last - start
+
+
+async def disconnect_run(url: str, pid: int, large: dict, chunk: dict, after_s: float) -> dict:
+    """CPU the server spends on one chunk's request, and after a client sends the large
+    request and disconnects ``after_s`` seconds later (its work left should be dropped at
+    the next chunk boundary)."""
+    async with httpx.AsyncClient(base_url=url, timeout=600) as http:
+        await http.post("/rank", json=chunk)  # warm
+        before = cpu_seconds(pid)
+        for _ in range(5):
+            assert (await http.post("/rank", json=chunk)).status_code == 200
+        one_chunk = (cpu_seconds(pid) - before) / 5
+    cpu_until_idle(pid)
+    client = httpx.AsyncClient(base_url=url, timeout=600)
+    sent = asyncio.create_task(client.post("/rank", json=large))
+    await asyncio.sleep(after_s)
+    sent.cancel()
+    await asyncio.gather(sent, return_exceptions=True)
+    await client.aclose()  # the connection closes: the server sees the client leave
+    after = await asyncio.to_thread(cpu_until_idle, pid)
+    return {
+        "one_chunk_request_cpu_s": round(one_chunk, 3),
+        "disconnect_after_s": after_s,
+        "cpu_after_disconnect_s": round(after, 3),
+        "ratio_to_one_chunk": round(after / max(one_chunk, 1e-9), 2),
     }
 
 
@@ -215,7 +275,9 @@ def large_payload(question: str, document: str, count: int, chars: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default="tiny", help="tiny | minilm | a saved model folder")
+    parser.add_argument(
+        "--model", default="tiny", help="tiny | minilm | minilm-bi | minilm-cascade | a folder"
+    )
     parser.add_argument("--sections", default="load,fairness")
     parser.add_argument("--concurrency", default="1,4,16")
     parser.add_argument("--seconds", type=float, default=8.0, help="per level (bound)")
@@ -226,6 +288,7 @@ def main() -> None:
     parser.add_argument("--chunk-chars", type=int, default=10_000, help="of the split server")
     parser.add_argument("--samples", type=int, default=200, help="small requests, idle and loaded")
     parser.add_argument("--fairness-seconds", type=float, default=120.0, help="bound")
+    parser.add_argument("--disconnect-after-s", type=float, default=3.0)
     args = parser.parse_args()
 
     document = (EXAMPLES / "lighthouse.txt").read_text()
@@ -254,6 +317,8 @@ def main() -> None:
     modes = (args.modes.split(",") if "load" in sections else []) + (
         ["split", "whole"] if "fairness" in sections else []
     )
+    if "disconnect" in sections and "split" not in modes:
+        modes.append("split")
     with tempfile.TemporaryDirectory() as scratch:
         model = build_model(args.model, Path(scratch) / "model")
         ports = {mode: free_port() for mode in modes}
@@ -289,10 +354,25 @@ def main() -> None:
                         {"server": mode, "options": settings, **result}
                     )
                     print(json.dumps(report["fairness"]["servers"][-1]), file=sys.stderr)
+            if "disconnect" in sections:
+                large = large_payload(
+                    questions[0], document, args.large_candidates, args.large_chars
+                )
+                per_chunk = max(1, args.chunk_chars // args.large_chars)
+                chunk = large_payload(questions[0], document, per_chunk, args.large_chars)
+                pid = servers["split"].pid
+                report["disconnect"] = asyncio.run(
+                    disconnect_run(urls["split"], pid, large, chunk, args.disconnect_after_s)
+                )
+                print(json.dumps(report["disconnect"]), file=sys.stderr)
         finally:
             for server in servers.values():
                 server.terminate()
-                server.wait(timeout=30)
+                try:
+                    server.wait(timeout=30)
+                except subprocess.TimeoutExpired:  # still computing a large request's call
+                    server.kill()
+                    server.wait()
     print(json.dumps(report, indent=2))
 
 

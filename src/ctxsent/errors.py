@@ -6,6 +6,7 @@ input, so the CLI can print a single clear line instead of a traceback.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 
@@ -83,9 +84,10 @@ def check_range(
 ) -> None:
     """Raise :class:`InputError` naming the first of ``fields`` outside its valid range.
 
-    ``fields`` are space-separated attribute names of ``config``; each value must be
-    ``>= low`` (``> low`` with ``above``) and ``<= high`` (``< high`` with ``below``), a
-    bound left out is open, and ``None`` (a setting not given) passes. Config dataclasses
+    ``fields`` are space-separated attribute names of ``config``; each value must be a
+    finite number (never NaN or infinite), ``>= low`` (``> low`` with ``above``) and
+    ``<= high`` (``< high`` with ``below``); a bound left out is open, and ``None`` (a
+    setting not given) passes. Config dataclasses
     call it in ``__post_init__``, so a bad setting stops a run before any work starts.
     """
     bounds = [
@@ -96,6 +98,8 @@ def check_range(
         value = getattr(config, field)
         if value is None:
             continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"must be a finite number, got {value!r}", field=field)
         too_low = low is not None and (value <= low if above else value < low)
         too_high = high is not None and (value >= high if below else value > high)
         if too_low or too_high:

@@ -19,15 +19,22 @@ from ctxsent.errors import InputError, check_unicode
 OUTPUT_MARKER = ".ctxsent-output"
 #: A saved model's manifest (:mod:`ctxsent.saving`), which names its kind.
 MANIFEST = "ctxsent.json"
+#: A training run's record in its folder ``OUT`` (:mod:`ctxsent.training.runs`); a folder
+#: holding one is an output of kind :data:`RUN_KIND`.
+RUN_FILE = "run.json"
+RUN_KIND = "run"
 
 
 def output_kind(folder: str | Path) -> str | None:
-    """The kind of ctxsent output in ``folder``: its marker's, else its model manifest's."""
+    """The kind of ctxsent output in ``folder``: its marker's, else :data:`RUN_KIND` for a
+    run folder, else its model manifest's."""
     folder = Path(folder)
     marker = folder / OUTPUT_MARKER
     try:
         if marker.is_file():
             return marker.read_text(encoding="utf-8").strip()
+        if (folder / RUN_FILE).is_file():
+            return RUN_KIND
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
@@ -95,7 +102,10 @@ def atomic_path(
     target.parent.mkdir(parents=True, exist_ok=True)
     for stale in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
         remove_path(stale)  # left by a write of the same output that was killed
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as err:  # /proc, a full disk: name the output, not a temporary name
+        raise OSError(err.errno, err.strerror, str(target)) from err
     staged = tmp / target.name
     try:
         yield staged

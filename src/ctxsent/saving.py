@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
+import re
 import types
 import typing
 import warnings
@@ -18,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.io import MANIFEST, atomic_path, atomic_write
+from ctxsent.io import MANIFEST, RUN_FILE, atomic_path, atomic_write
 
 MODEL_CARD = "README.md"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -52,15 +54,27 @@ def model_folder(
     Yields an empty staging folder for the model's weights (safetensors) and tokenizer;
     then the manifest (``kind``, format version, ``config``) and a model card are added,
     and the folder replaces ``path`` atomically (:func:`~ctxsent.io.atomic_path`: an
-    existing folder only if it holds this kind of model, or with ``overwrite``).
+    existing folder only if it holds this kind of model, or with ``overwrite``). An I/O
+    error of safetensors (a full disk) is an :class:`OSError` naming ``path``.
     """
+    from safetensors import SafetensorError
+
     with atomic_path(path, kind, overwrite=overwrite) as staged:
         staged.mkdir()
-        yield staged
+        try:
+            yield staged
+        except SafetensorError as err:  # a full disk under safetensors: an OSError as any
+            code = re.search(r"Os \{ code: (\d+)", str(err))
+            if code is None:
+                raise
+            raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from err
         (staged / MANIFEST).write_text(
             json.dumps({"kind": kind, "format": FORMAT_VERSION, "config": config}, indent=2) + "\n"
         )
         write_model_card(staged)
+        run_file = unfinished_run(path)
+        if run_file is not None:  # saved by a run under way: it says so, wherever it is copied
+            (staged / RUN_STAMP).write_text(json.dumps({"run": str(run_file.absolute())}) + "\n")
 
 
 def write_model_card(folder: str | Path, training: dict | None = None) -> None:
@@ -253,20 +267,28 @@ def check_tensors(path: str | Path, missing=(), unexpected=()) -> None:
             raise ModelFolderError(f"{len(names)} {kind} weight tensors: {shown}", path=path)
 
 
-RUN_FILE = "run.json"
-"""A training run's record in its folder ``OUT``; the run's model is ``OUT/model``
-(written by :mod:`ctxsent.training.runs`)."""
-
-
 class UnfinishedRunWarning(UserWarning):
     """A model loaded from a run folder whose run has not finished (killed, or running)."""
 
 
+#: In a model folder a run saved before it finished (:func:`model_folder`); the run's
+#: :func:`ctxsent.training.runs.finish_run` removes it. Holds the run file's path.
+RUN_STAMP = "unfinished-run.json"
+
+
 def unfinished_run(model_folder: str | Path) -> Path | None:
-    """The run file next to ``model_folder`` if its run has not finished, else None."""
-    run_file = Path(model_folder).parent / RUN_FILE
+    """The run file of ``model_folder``'s run if that run has not finished, else None: the
+    run file next to the folder, or the one its :data:`RUN_STAMP` names (a folder copied out
+    of an unfinished run's)."""
+    model_folder = Path(model_folder)
+    run_file = model_folder.parent / RUN_FILE
     stored = read_run(run_file.parent)
-    return run_file if stored is not None and stored.get("status") != "finished" else None
+    if stored is not None:
+        return run_file if stored.get("status") != "finished" else None
+    try:
+        return Path(json.loads((model_folder / RUN_STAMP).read_text(encoding="utf-8"))["run"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def warn_if_unfinished(model_folder: str | Path) -> None:
@@ -308,7 +330,29 @@ def load(path: str | Path):
             path=Path(path) / MANIFEST,
             field="kind",
         )
-    return _REGISTRY[kind].from_pretrained(Path(path))
+    model = _REGISTRY[kind].from_pretrained(Path(path))
+    check_finite_weights(model, path)
+    return model
+
+
+def check_finite_weights(model, path: str | Path) -> None:
+    """A :class:`ModelFolderError` naming the first weight tensors of ``model`` (a torch
+    module; others pass) that hold NaN or infinity: such a model scores NaN, which
+    evaluation refuses (:mod:`ctxsent.evaluation.as2_metrics`) and a service would send."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return
+    bad = [
+        name
+        for name, tensor in model.state_dict().items()
+        if tensor.is_floating_point() and not torch.isfinite(tensor).all()
+    ]
+    if bad:
+        shown = ", ".join(bad[:5]) + (", ..." if len(bad) > 5 else "")
+        raise ModelFolderError(
+            f"{len(bad)} weight tensors hold NaN or infinity: {shown}", path=path
+        )
 
 
 def _import_model_modules() -> None:

@@ -92,9 +92,11 @@ def test_failure_leaves_no_output(tmp_path, inputs, num_proc):
 def test_existing_output_is_protected(tmp_path, inputs):
     out = tmp_path / "corpus"
     build_corpus(inputs[1:2], out)
-    with pytest.raises(InputError, match="--overwrite"):
-        build_corpus(inputs[1:2], out)
-    build_corpus(inputs[:1], out, overwrite=True)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not a ctxsent corpus output; pass --overwrite"):
+        build_corpus(inputs[1:2], tmp_path / "mine")
+    build_corpus(inputs[:1], out)  # replaces its own kind of output
     assert len(load_corpus(out)) == 30
     with pytest.raises(InputError, match="not a corpus folder"):
         build_corpus(inputs, tmp_path / "inputs", overwrite=True)

@@ -66,8 +66,8 @@ def test_max_sequences_keeps_the_first_ones_and_bad_folders_are_refused(
     dataset, _ = load_pretrain_data(tmp_path / "data", "cross-thought")
     assert summary["sequences"] == 3
     assert dataset["input_ids"][2] == expected.ids[2][: expected.lengths[2]].tolist()
-    with pytest.raises(InputError, match="already exists"):
-        build_cross_thought_data(folder, tmp_path / "data", "mlm-1-64", str(tiny_bert))
+    with pytest.raises(InputError, match="not a ctxsent cross-thought-data output; pass --o"):
+        build_cross_thought_data(folder, folder, "mlm-1-64", str(tiny_bert))  # a corpus
     with pytest.raises(InputError, match="holds cross-thought data, not encoder data"):
         load_pretrain_data(tmp_path / "data", "encoder")
     with pytest.raises(InputError, match="not a pre-training data folder"):

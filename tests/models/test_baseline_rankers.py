@@ -19,6 +19,24 @@ def test_bm25_prefers_candidates_sharing_rare_question_words():
     assert scores[3] == 0.0  # no shared non-stop word
 
 
+def test_bm25_in_steps_tokenises_pieces_of_bounded_characters_with_the_same_scores():
+    words = ["lighthouse", "keeper", "stone", "tower", "lamp", "sea", "rock", "light", "storm"]
+    records = [
+        As2Record(f"q{i % 3}", ["the lamp", "who kept it", "stone tower"][i % 3],
+                  " ".join(words[(i * j) % 9] for j in range(i % 9)), 0)
+        for i in range(40)
+    ]  # fmt: skip
+    steps, costs = BM25Ranker().predict_steps(records, max_chars=60), []
+    while True:
+        try:
+            costs.append(next(steps))
+        except StopIteration as stop:
+            scores = stop.value
+            break
+    assert len(costs) > 3 and max(costs) <= 60
+    np.testing.assert_array_equal(scores, BM25Ranker().predict(records))
+
+
 def test_bm25_scores_zero_when_no_candidate_has_an_indexable_token():
     records = [As2Record("q1", "What is it?", text, 0) for text in ("It is.", "It was.")]
     assert BM25Ranker().predict(records).tolist() == [0.0, 0.0]

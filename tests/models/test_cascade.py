@@ -32,6 +32,23 @@ def test_alpha_zero_equals_one_full_pass(cascade):
     assert cascade.last_cost.relative == pytest.approx(1.0)
 
 
+def test_steps_are_passes_bounded_by_characters_with_the_scores_of_predict(cascade):
+    records = make_records()
+    chars = max(r.characters for r in records) * 2
+    steps = cascade.predict_steps(records, batch_size=7, alpha=0.3, max_chars=chars)
+    costs = []
+    while True:
+        try:
+            costs.append(next(steps))
+        except StopIteration as stop:
+            scores = stop.value
+            break
+    expected = cascade.predict(records, batch_size=7, alpha=0.3)  # other passes: padding
+    np.testing.assert_allclose(scores, expected, atol=1e-6)
+    assert len(costs) > len(cascade.config.exits) and max(costs) <= chars
+    assert sum(costs) < sum(r.characters for r in records)  # pruned: less than a full pass
+
+
 def test_pruning_follows_the_paper_per_question_and_reuses_encodings(cascade):
     records = make_records(questions=3, candidates=10)
     scores = cascade.predict(records, batch_size=8, alpha=0.3)

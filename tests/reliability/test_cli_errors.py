@@ -179,6 +179,21 @@ def test_a_full_disk_ends_in_one_line_naming_the_output_and_leaves_nothing(tmp_p
     assert sorted(path.name for path in tmp_path.iterdir()) == ["squad.json"]
 
 
+def test_an_output_whose_temporary_folder_cannot_be_made_is_named_not_the_temporary(
+    tmp_path, monkeypatch
+):
+    import tempfile
+
+    def refused(prefix, suffix, dir):  # as in /proc: the folder exists, nothing may be made
+        raise OSError(errno.ENOENT, "No such file or directory", f"{dir}/{prefix}x1{suffix}")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    out = tmp_path / "x"
+    with pytest.raises(OSError) as failed, ctxsent.io.atomic_path(out, "export"):
+        pass
+    assert failed.value.filename == str(out) and ".tmp" not in str(failed.value)
+
+
 # ---- 12: option values are checked against their ranges when a command starts ---------------
 
 FINETUNE = ["finetune", "as2", "--data", "jsonl:{missing}", "--out", "{tmp}/run"]
@@ -248,7 +263,42 @@ def test_every_size_count_step_and_rate_refuses_meaningless_values(path, option)
         assert f"Invalid value for '{option}'" in text, (value, text)
 
 
+def float_options() -> list[tuple[tuple[str, ...], str]]:
+    """``(command path, option)`` of every float option of every command, serve's too."""
+
+    def walk(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, (*path, name))
+        for param in command.params:
+            if param.param_type_name == "option" and param.type_descriptor.annotation is float:
+                yield path, param.opts[0]
+
+    return list(walk(typer.main.get_command(app), ()))
+
+
+@pytest.mark.parametrize(
+    ("path", "option"), float_options(), ids=lambda x: x if isinstance(x, str) else " ".join(x)
+)
+def test_every_float_option_refuses_nan_and_infinity(path, option):
+    for value in ("nan", "inf", "-inf"):
+        text = usage_error(invoke(*path, option, value))
+        assert f"Invalid value for '{option}'" in text, (value, text)
+
+
+def test_the_float_options_include_the_services_timeouts():
+    options = {option for _, option in float_options()}
+    assert {"--timeout-s", "--read-timeout-s", "--max-wait-ms", "--lr"} <= options
+
+
 CONFIG_CASES = [
+    (
+        "as2_finetune.As2TrainConfig",
+        {"learning_rate": float("nan")},
+        "learning_rate",
+        "must be a finite number, got nan",
+    ),
+    ("as2_finetune.As2TrainConfig", {"max_grad_norm": float("inf")}, "max_grad_norm", "finite"),
+    ("encoder_presets.EncoderPretrainConfig", {"max_minutes": float("inf")}, "max_minutes", "fin"),
     ("as2_finetune.As2TrainConfig", {"batch_size": 0}, "batch_size", "must be >= 1, got 0"),
     ("as2_finetune.As2TrainConfig", {"eval_every": 0}, "eval_every", "must be >= 1, got 0"),
     (

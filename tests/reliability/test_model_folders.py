@@ -151,3 +151,65 @@ def test_a_crash_while_saving_leaves_no_folder_that_looks_complete(copy, tiny_be
     leftovers = [p for p in os.listdir(copy.parent) if p != "model"]
     assert not any(is_model_folder(copy.parent / p) for p in leftovers)
     assert not leftovers
+
+
+@pytest.mark.parametrize("kind", ["cross-encoder", "cascade", "bi-encoder"])
+def test_max_length_is_bounded_by_the_backbones_positions_when_set_and_when_read(
+    kind, tiny_bert, tmp_path
+):
+    import json
+
+    from ctxsent.errors import InputError
+    from ctxsent.models.baseline_rankers import BiEncoderRanker
+
+    build = {"cross-encoder": CrossEncoderRanker, "cascade": CascadeRanker}.get(
+        kind, BiEncoderRanker
+    ).from_backbone
+    for bad, expected in ((257, "must be <= 256, the positions of"), (0, "integer >= 2")):
+        with pytest.raises(InputError, match=expected) as refused:
+            build(str(tiny_bert), max_length=bad)
+        assert "field 'max_length'" in str(refused.value)
+    ranker = build(str(tiny_bert), max_length=256)
+    with pytest.raises(InputError, match="must be <= 256"):
+        ranker.max_length = 100_000
+    folder = ranker.save_pretrained(tmp_path / "model")
+    for bad in (100_000, 0):  # a hand-edited manifest
+        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest["config"]["max_length"] = bad
+        (folder / MANIFEST).write_text(json.dumps(manifest))
+        with pytest.raises(InputError, match="field 'max_length'"):
+            ctxsent.load(folder)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_weights_holding_nan_or_infinity_are_refused_at_load(copy, bad):
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(copy / "model.safetensors")
+    name = sorted(weights)[0]
+    weights[name][0] = bad
+    save_file(weights, copy / "model.safetensors")
+    with pytest.raises(ModelFolderError, match="1 weight tensors hold NaN or infinity") as bad:
+        ctxsent.load(copy)
+    assert str(copy) in str(bad.value) and name.split(".")[-1] in str(bad.value)
+
+
+def test_a_full_disk_under_safetensors_is_an_os_error_naming_the_model(
+    saved, tmp_path, monkeypatch
+):
+    import errno
+
+    import transformers.modeling_utils
+    from safetensors import SafetensorError
+
+    def full(*args, **kwargs):
+        raise SafetensorError(
+            'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No '
+            'space left on device" })'
+        )
+
+    monkeypatch.setattr(transformers.modeling_utils, "safe_save_file", full)
+    with pytest.raises(OSError) as failed:
+        ctxsent.load(saved).save_pretrained(tmp_path / "model")
+    assert failed.value.errno == errno.ENOSPC and failed.value.filename == str(tmp_path / "model")
+    assert os.listdir(tmp_path) == []

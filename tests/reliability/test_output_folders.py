@@ -114,3 +114,49 @@ def test_staging_a_killed_write_left_is_removed_by_the_next_write_of_that_output
     with atomic_write(tmp_path / "report.json") as handle:
         handle.write("{}")
     assert sorted(os.listdir(tmp_path)) == [".other.json.k2j1.tmp", "report.json"]
+
+
+def _commands(absent: Path, out: Path) -> dict[str, list[str]]:
+    """Every command that writes an ``--out`` folder, with inputs that do not exist: the
+    output is checked before them."""
+    a, o = str(absent), str(out)
+    return {
+        "corpus build": ["corpus", "build", a, "--out", o],
+        "data squad-as2": ["data", "squad-as2", "--squad", a, "--out", o],
+        "pretrain-data cross-thought": ["pretrain-data", "cross-thought", "--corpus", a,
+                                        "--out", o, "--preset", "cross-thought-1-64"],
+        "pretrain-data encoder": ["pretrain-data", "encoder", "--corpus", a, "--out", o,
+                                  "--preset", "rnn-cnn-small-cpu"],
+        "pretrain-data ssp": ["pretrain-data", "ssp", "--corpus", a, "--out", o],
+        "pretrain cross-thought": ["pretrain", "cross-thought", "--preset",
+                                   "cross-thought-1-64", "--data", a, "--out", o],
+        "pretrain encoder": ["pretrain", "encoder", "rnn-cnn-small-cpu", "--data", a, "--out", o],
+        "pretrain ssp": ["pretrain", "ssp", "--data", a, "--out", o],
+        "finetune as2": ["finetune", "as2", "--data", f"wikiqa:{a}", "--out", o],
+        "finetune cross-thought": ["finetune", "cross-thought", "--task", "as2", "--init", a,
+                                   "--out", o],
+        "cascade sequential": ["cascade", "sequential", "--stage", a, "--stage", a, "--out", o],
+        "pipeline build": ["pipeline", "build", "--retriever", "bm25", "--reranker", a,
+                           "--top-k", "5", "--out", o],
+        "export": ["export", a, "--to", "cross-encoder", "--out", o],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("command", list(_commands(Path("a"), Path("o"))))
+def test_every_commands_out_refuses_a_folder_of_other_files_in_one_line(
+    command, tmp_path, monkeypatch, capsys
+):
+    from ctxsent.cli import main
+
+    out = tmp_path / "mine"
+    (out / "model").mkdir(parents=True)
+    for name in ("thesis.txt", ".draft.tmp", ".model.x1.tmp", "model/notes.txt", "run.lock"):
+        (out / name).write_text("mine\n")
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    monkeypatch.setattr(sys, "argv", ["ctxsent", *_commands(tmp_path / "absent", out)[command]])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    error = capsys.readouterr().err.strip()
+    assert exited.value.code == 2 and error.count("\n") == 0, error
+    assert f"{out}: folder is not empty" in error and "--overwrite" in error
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

@@ -4,8 +4,10 @@ did not finish can be told from one that did."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 from training_run import CONFIG
@@ -87,23 +89,67 @@ def test_a_finished_runs_model_card_says_how_it_was_trained(tiny_bert, tmp_path)
     assert 'ctxsent.load("model")' in card and "ctxsent export model" in card
 
 
-def test_training_state_with_no_run_file_is_refused(tmp_path):
+def test_a_folder_no_run_wrote_is_refused_and_nothing_in_it_removed(tmp_path):
     out = tmp_path / "run"
     (out / "checkpoints").mkdir(parents=True)
     (out / "checkpoints" / "last.ckpt").write_bytes(b"from another version")
-    with pytest.raises(InputError, match="no run.json, so its settings are unknown"):
+    (out / ".notes.txt.k2j1.tmp").write_text("mine")  # start_run removed every .*.tmp
+    before = sorted(p.name for p in out.rglob("*"))
+    with pytest.raises(InputError, match="not a ctxsent run output; pass --overwrite"):
         start_run(out, {"lr": 1})
-    start_run(out, {"lr": 1}, overwrite=True)
-    assert not (out / "checkpoints").exists() and status(out) == "running"
+    with pytest.raises(InputError, match="holds checkpoints but no run.json"):
+        start_run(out, {"lr": 1}, overwrite=True)
+    assert sorted(p.name for p in out.rglob("*")) == before
 
 
-def test_staging_left_by_a_kill_is_removed_and_nothing_else(tmp_path):
+def test_staging_of_the_runs_own_state_is_removed_and_nothing_else(tmp_path):
     out = tmp_path / "run"
-    (out / ".model.k2j1.tmp" / "model").mkdir(parents=True)
-    (out / ".best.json.x9.tmp").mkdir()
-    (out / "notes.txt").write_text("mine")
     start_run(out, {"lr": 1})
-    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "run.json"]
+    (out / ".checkpoints.k2j1.tmp" / "last.ckpt").mkdir(parents=True)
+    (out / ".run.json.x9.tmp").write_text("{}")
+    (out / ".mine.x9.tmp").write_text("mine")
+    start_run(out, {"lr": 1})
+    assert sorted(p.name for p in out.iterdir()) == [".mine.x9.tmp", "run.json"]
+
+
+def test_a_second_run_on_a_folder_in_use_is_refused_in_one_line(tmp_path):
+    from ctxsent.training.runs import run_folder
+
+    out = tmp_path / "run"
+    with run_folder(out, {"lr": 1}):
+        with (
+            pytest.raises(InputError, match="in use by another run") as refused,
+            run_folder(out, {"lr": 1}),
+        ):
+            pass
+        assert "\n" not in str(refused.value)
+        assert status(out) == "running"
+    with run_folder(out, {"lr": 1}):  # released
+        finish_run(out, {})
+    assert status(out) == "finished"
+
+
+def test_a_full_disk_marks_the_run_failed_in_one_line_and_a_rerun_resumes(
+    tiny_bert, tmp_path, monkeypatch
+):
+    import errno
+
+    from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+
+    out = tmp_path / "run"
+    save = TorchCheckpointIO.save_checkpoint
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(TorchCheckpointIO, "save_checkpoint", full)
+    with pytest.raises(OSError, match="No space left on device") as failed:
+        train(tiny_bert, out)
+    assert failed.value.filename == str(out) and "rerun to resume" in str(failed.value)
+    assert status(out) == "failed"
+    monkeypatch.setattr(TorchCheckpointIO, "save_checkpoint", save)
+    train(tiny_bert, out)
+    assert status(out) == "finished"
 
 
 def test_loading_the_model_of_an_unfinished_run_warns(tiny_bert, tmp_path):
@@ -115,10 +161,14 @@ def test_loading_the_model_of_an_unfinished_run_warns(tiny_bert, tmp_path):
     assert unfinished_run(out / "model") == out / "run.json"
     with pytest.warns(UnfinishedRunWarning, match="has not finished"):
         ctxsent.load(out / "model")
+    copy = Path(shutil.copytree(out / "model", tmp_path / "copied"))  # out of the run
+    with pytest.warns(UnfinishedRunWarning, match=f"see {out / 'run.json'}"):
+        ctxsent.load(copy)
     finish_run(out, {"step": 3})
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnfinishedRunWarning)
         ctxsent.load(out / "model")
+        ctxsent.load(shutil.copytree(out / "model", tmp_path / "copied-after"))
     assert unfinished_run(out / "model") is None
 
 
@@ -168,3 +218,34 @@ def test_the_cli_warns_in_one_line_when_it_loads_an_unfinished_runs_model(tiny_b
     assert ranked.returncode == 0, ranked.stderr
     [warning] = [line for line in ranked.stderr.splitlines() if "has not finished" in line]
     assert warning.startswith(f"warning: {out / 'model'} comes from a run")
+
+
+def test_a_max_length_beyond_the_backbone_stops_finetune_in_one_line_before_the_run(
+    tiny_bert, tmp_path, monkeypatch, capsys
+):
+    from ctxsent.cli import main
+
+    data = tmp_path / "data"
+    write_as2_jsonl(TRAIN, data / "train.jsonl")
+    write_as2_jsonl(DEV, data / "dev.jsonl")
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # main() sets it
+    monkeypatch.setattr(sys, "argv", [
+        "ctxsent", "finetune", "as2", "--data", f"squad-as2:{data}", "--out",
+        str(tmp_path / "run"), "--init", str(tiny_bert), "--max-length", "100000",
+    ])  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        main()
+    error = capsys.readouterr().err.strip()
+    assert exited.value.code == 2 and error.count("\n") == 0
+    assert "field 'max_length': must be <= 256" in error
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_truncated_checkpoint_is_refused_in_one_line_on_resume(tiny_bert, tmp_path):
+    out = tmp_path / "run"
+    train(tiny_bert, out)
+    latest = (out / "checkpoints" / "latest.ckpt").resolve()
+    latest.write_bytes(latest.read_bytes()[:1000])
+    with pytest.raises(InputError, match="is not a complete checkpoint") as refused:
+        train(tiny_bert, out, max_steps=4)
+    assert str(out / "checkpoints") in str(refused.value) and "--overwrite" in str(refused.value)

@@ -126,6 +126,24 @@ def test_a_cascade_never_splits_a_request(tiny_cascade):
     assert [scores[i] for i in range(6)] == pytest.approx(alone.tolist(), abs=1e-5)
 
 
+@pytest.mark.parametrize("model", ["cascade", "bm25"])
+def test_a_request_that_cannot_be_split_runs_in_turns_of_one_chunk(model, tiny_cascade):
+    """A cascade (or BM25) request of 6 long candidates, with chunks of about one of them,
+    takes several turns of the batcher, and its scores are those of the whole request."""
+    ranker = tiny_cascade if model == "cascade" else BM25Ranker()
+    app = create_app(ranker, ServeLimits(chunk_chars=150))
+    items = [{"text": " ".join(["lamp keeper tower"] * 6) + f" {i}"} for i in range(6)]
+    turns = []
+    run = app.state.batcher._turn
+    app.state.batcher._turn = lambda call: turns.append(run(call))
+    with TestClient(app) as client:
+        answers = client.post("/rank", json={"question": "who?", "candidates": items}).json()
+    scores = {a["index"]: a["score"] for a in answers["answers"]}
+    records = [As2Record("q", "who?", c["text"], 0) for c in items]
+    assert len(turns) >= 3 and app.state.batcher.stats.calls == 1
+    assert [scores[i] for i in range(6)] == pytest.approx(ranker.predict(records).tolist())
+
+
 def test_cascade_alpha_prunes_each_request_on_its_own(tiny_cascade):
     app = create_app(tiny_cascade, batching=BatchConfig(max_wait_ms=50))
     questions = [(f"question {i}?", candidates(6, seed=10 + i)) for i in range(4)]
@@ -252,10 +270,12 @@ def test_bm25_answers_a_question_made_of_stop_words():
 @pytest.mark.parametrize(
     ("limits", "message"),
     [
-        ({"max_batch": 0}, "max_batch must be a positive int, got 0"),
-        ({"max_chars": 2.5}, "max_chars must be a positive int"),
-        ({"timeout_s": 0}, "timeout_s must be a positive float, got 0"),
-        ({"read_timeout_s": -1.0}, "read_timeout_s must be a positive float"),
+        ({"max_batch": 0}, "max_batch must be a positive finite int, got 0"),
+        ({"max_chars": 2.5}, "max_chars must be a positive finite int"),
+        ({"timeout_s": 0}, "timeout_s must be a positive finite float, got 0"),
+        ({"read_timeout_s": -1.0}, "read_timeout_s must be a positive finite float"),
+        ({"timeout_s": float("nan")}, "timeout_s must be a positive finite float, got nan"),
+        ({"read_timeout_s": float("inf")}, "read_timeout_s must be a positive finite float"),
     ],
 )
 def test_limits_must_be_positive(limits, message):
@@ -267,8 +287,9 @@ def test_limits_must_be_positive(limits, message):
 def test_batch_config_is_checked():
     with pytest.raises(ValueError, match="model_batch_size must be at least 1, got 0"):
         BatchConfig(model_batch_size=0)
-    with pytest.raises(ValueError, match="max_wait_ms"):
-        BatchConfig(max_wait_ms=-1)
+    for bad in (-1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="max_wait_ms"):
+            BatchConfig(max_wait_ms=bad)
 
 
 def test_serve_command_builds_the_app_and_rejects_bad_limits(monkeypatch):
@@ -301,7 +322,9 @@ def test_serve_command_builds_the_app_and_rejects_bad_limits(monkeypatch):
         ("--port", "70000"): "less than or equal to 65535",
         ("--port", "0"): "greater than or equal to 1",
         ("--max-wait-ms", "-1"): "greater than or equal to 0",
-        ("--timeout-s", "0"): "timeout_s must be a positive float",
+        ("--timeout-s", "0"): "must be > 0, got 0.0",
+        ("--timeout-s", "nan"): "must be a finite number, got nan",
+        ("--read-timeout-s", "inf"): "must be a finite number, got inf",
     }
     for option, message in refused.items():
         bad = CliRunner().invoke(app, ["bm25", *option])

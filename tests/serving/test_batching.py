@@ -44,6 +44,24 @@ class Gate:
         return [2 * x for x in items]
 
 
+class Steps(Gate):
+    """A fake model computed in steps (as a cascade is): one step per item, each costing
+    1 and recorded; its first step blocks until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[object] = []
+
+    def __call__(self, key, items):
+        self.calls.append(list(items))
+        for item in items:
+            self.started.set()
+            self.release.wait(timeout=120)  # only ends a hang
+            self.steps.append(item)
+            yield 1
+        return [2 * x for x in items]
+
+
 def run_concurrently(batcher: MicroBatcher, requests: list[tuple[object, list]]) -> list:
     async def main():
         results = await asyncio.gather(
@@ -114,6 +132,73 @@ def test_a_small_request_waits_for_one_chunk_of_a_large_one_not_all_of_it():
     large, small = asyncio.run(main())
     assert large == [2 * x for x in range(100, 106)] and small == [2]
     assert model.calls == [[100, 101], [1], [102, 103], [104, 105]]
+
+
+def test_a_small_request_never_shares_a_call_with_more_than_one_chunk_of_another():
+    """The rest of the large request fits in ``max_batch`` but not in one chunk's cost: the
+    small request's call holds the small request only."""
+    model = Gate()
+    batcher = MicroBatcher(model, max_batch=10, max_wait_ms=20, cost=lambda x: 1, max_chunk_cost=2)
+
+    async def main():
+        large = asyncio.create_task(batcher.submit("k", list(range(100, 106))))
+        await asyncio.to_thread(model.started.wait, 120)
+        small = asyncio.create_task(batcher.submit("k", [1]))
+        await until(lambda: batcher.waiting == 1)
+        model.release.set()
+        results = await asyncio.gather(large, small)
+        await batcher.close()
+        return results
+
+    large, small = asyncio.run(main())
+    assert large == [2 * x for x in range(100, 106)] and small == [2]
+    assert model.calls == [[100, 101], [1], [102, 103], [104, 105]]
+
+
+@pytest.mark.parametrize("grouping", [Grouping.WHOLE, Grouping.ALONE])
+def test_a_request_computed_in_steps_takes_turns_of_one_chunk(grouping):
+    """A 6-item request that cannot be split by items runs 2 steps (one chunk's cost) per
+    turn; a small request arriving during its first turn runs right after that turn."""
+    model = Steps()
+    batcher = MicroBatcher(
+        model, max_batch=10, max_wait_ms=20, grouping=grouping, cost=lambda x: 1, max_chunk_cost=2
+    )
+
+    async def main():
+        large = asyncio.create_task(batcher.submit("k", list(range(100, 106))))
+        await asyncio.to_thread(model.started.wait, 120)
+        small = asyncio.create_task(batcher.submit("k", [1]))
+        await until(lambda: batcher.waiting == 1)
+        model.release.set()
+        results = await asyncio.gather(large, small)
+        await batcher.close()
+        return results
+
+    large, small = asyncio.run(main())
+    assert large == [2 * x for x in range(100, 106)] and small == [2]
+    assert model.steps == [100, 101, 1, 102, 103, 104, 105]
+    assert batcher.stats.calls == 2 and batcher.stats.requests == 2
+
+
+def test_an_abandoned_request_computed_in_steps_stops_at_its_next_turn():
+    model = Steps()
+    batcher = MicroBatcher(
+        model, max_batch=10, max_wait_ms=1, grouping=Grouping.WHOLE, cost=lambda x: 1,
+        max_chunk_cost=2,
+    )  # fmt: skip
+
+    async def main():
+        large = asyncio.create_task(batcher.submit("k", list(range(100, 106))))
+        await asyncio.to_thread(model.started.wait, 120)
+        large.cancel()  # the client leaves during the first turn
+        model.release.set()
+        after = await batcher.submit("k", [1])
+        await batcher.close()
+        return after
+
+    assert asyncio.run(main()) == [2]
+    assert model.steps == [100, 101, 1]  # one turn of the abandoned request, no more
+    assert batcher.stats.dropped == 1
 
 
 def test_an_abandoned_request_is_dropped_between_its_chunks():

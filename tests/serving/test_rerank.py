@@ -45,7 +45,8 @@ def test_rerank_takes_objects_top_n_a_model_name_and_returns_documents(client):
     "body, status, field",
     [
         ({"query": "q", "documents": []}, 422, "documents"),
-        ({"query": " ", "documents": ["a"]}, 422, "question"),
+        ({"query": " ", "documents": ["a"]}, 422, "field 'query': the query is empty"),
+        ({"query": "q" * 5001, "documents": ["a"]}, 413, "field 'query': 5001 characters"),
         ({"query": "q", "documents": ["a"], "top_n": 0}, 422, "top_n"),
         ({"query": "q", "documents": ["a"], "rank_fields": ["x"]}, 422, "rank_fields"),
         ({"query": "q", "documents": ["a" * 5001]}, 413, "documents.0"),
@@ -55,3 +56,4 @@ def test_bad_rerank_requests_are_refused_naming_the_field(client, body, status, 
     response = client.post("/rerank", json=body)
     assert response.status_code == status
     assert field in response.json()["error"]
+    assert "question" not in response.json()["error"]  # named as the client sent it

@@ -44,7 +44,8 @@ def test_bad_inputs_are_refused_before_work_starts(corpus, tiny_bert, tmp_path):
     with pytest.raises(InputError, match="not a corpus folder"):
         build_ssp_dataset(tmp_path, tmp_path / "out", SspConfig(), str(tiny_bert))
     (tmp_path / "exists").mkdir()
-    with pytest.raises(InputError, match="already exists"):
+    (tmp_path / "exists" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="pass --overwrite"):
         build_ssp_dataset(corpus, tmp_path / "exists", SspConfig(), str(tiny_bert))
     with pytest.raises(InputError, match="not an SSP dataset"):
         load_ssp_dataset(corpus)

@@ -65,6 +65,14 @@ def test_a_csv_cell_may_span_lines_and_a_tsv_keeps_quotes_as_text(tmp_path):
     assert (record.question, record.candidate) == ('"q?', '"quoted" text')
 
 
+@pytest.mark.parametrize("name", ["long.tsv", "long.csv", "long.jsonl"])
+def test_a_field_longer_than_the_csv_modules_default_limit_is_read_as_jsonl_reads_it(
+    tmp_path, name
+):
+    long = [As2Record("q", "q?", "word " * 40_000, 1)]  # 200,000 characters > 131,072
+    assert read_as2_file(write(tmp_path / name, frame(long))) == long
+
+
 def test_gzipped_text_files_are_read(tmp_path):
     path = tmp_path / "pairs.csv.gz"
     frame(RECORDS).to_csv(path, index=False)  # pandas gzips by the suffix

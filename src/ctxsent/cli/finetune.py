@@ -20,6 +20,7 @@ from ctxsent.cli.options import (
     PrecisionOption,
     SeedOption,
     StrategyOption,
+    finite,
     positive,
 )
 from ctxsent.errors import InputError
@@ -133,7 +134,8 @@ def as2(
         ),
     ] = 1.0,
     warmup_ratio: Annotated[
-        float, typer.Option(min=0, max=1, help="share of the steps spent warming up")
+        float,
+        typer.Option(min=0, max=1, callback=finite, help="share of the steps spent warming up"),
     ] = 0.1,
     eval_every: Annotated[int, typer.Option(min=1, help="steps between dev evaluations")] = 200,
     patience: Annotated[int, typer.Option(min=1, help="evaluations without dev-MAP gain")] = 5,
@@ -194,6 +196,7 @@ def as2(
         As2TrainConfig,
         finetune_as2,
     )
+    from ctxsent.training.runs import check_run_folder
 
     if cascade:
         if arch not in (None, "cascade"):
@@ -246,7 +249,8 @@ def as2(
             "one of the two",
             field="data",
         )
-    check_output(out / "model", spec.kind, overwrite)  # before the data loads
+    check_run_folder(out, overwrite)  # before the data loads
+    check_output(out / "model", spec.kind, overwrite)
     column_names = parse_columns(columns) if columns else None
     if data is None:
         train, dev, test = read_fine_tuning_files(
@@ -303,15 +307,16 @@ def cross_thought(
     backbone: Annotated[str, typer.Option(help="with --init backbone: the encoder")] = (
         "all-MiniLM-L6-v2"
     ),
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Fine-tune a pre-trained Cross-Thought: answer selection (Eq. 10) or pairs (Eq. 11)."""
-    from ctxsent.io import check_writable
     from ctxsent.training.cross_thought_train import (
         CrossThoughtFineTuneConfig,
         finetune_cross_thought,
     )
+    from ctxsent.training.runs import check_run_folder
 
-    check_writable(out, folder=True)
+    check_run_folder(out, overwrite)
     as2 = task == "as2"
     config = CrossThoughtFineTuneConfig(
         learning_rate=lr or (5e-5 if as2 else 2e-5),
@@ -321,5 +326,5 @@ def cross_thought(
         eval_every=eval_every,
         seed=seed,
     )
-    result = finetune_cross_thought(task, init, out, data, config, backbone)
+    result = finetune_cross_thought(task, init, out, data, config, backbone, overwrite)
     typer.echo(json.dumps(result, indent=2))

@@ -1,12 +1,13 @@
 """Command-line options that several command groups share, defined once.
 
 Numbers are checked against their valid range when the command starts (typer's ``min`` and
-``max``, :func:`positive`), choices against their values (``Literal`` types), so a bad value
-is a usage error before any work starts.
+``max``, :func:`positive`; every float option is finite: :func:`finite`), choices against
+their values (``Literal`` types), so a bad value is a usage error before any work starts.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated
 
@@ -26,9 +27,18 @@ OverwriteOption = Annotated[
 SeedOption = Annotated[int, typer.Option(min=0, help="random seed")]
 
 
+def finite(value: float | None) -> float | None:
+    """Option callback of every float option: refuse NaN and infinity, which compare false
+    with every bound (``min``, ``max``) and would turn limits off or fail later."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number, got {value}")
+    return value
+
+
 def positive(value: float | None) -> float | None:
-    """Option callback: refuse a number that is not > 0 (a learning rate, a time budget)."""
-    if value is not None and value <= 0:
+    """Option callback: refuse a number that is not finite and > 0 (a learning rate, a
+    time budget)."""
+    if finite(value) is not None and value <= 0:
         raise typer.BadParameter(f"must be > 0, got {value}")
     return value
 

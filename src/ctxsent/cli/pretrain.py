@@ -29,6 +29,7 @@ from ctxsent.cli.options import (
     PrecisionOption,
     SeedOption,
     StrategyOption,
+    finite,
     positive,
 )
 from ctxsent.errors import InputError
@@ -98,13 +99,13 @@ def cross_thought(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train a Cross-Thought encoder (or an MLM baseline) on a data folder."""
-    from ctxsent.io import check_writable
     from ctxsent.training.cross_thought_train import (
         CrossThoughtPretrainConfig,
         pretrain_cross_thought,
     )
+    from ctxsent.training.runs import check_run_folder
 
-    check_writable(out, folder=True)
+    check_run_folder(out, overwrite)
     config = CrossThoughtPretrainConfig(
         preset=preset,
         backbone=backbone,
@@ -158,8 +159,8 @@ def encoder(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train an RNN-CNN or Mean-Max AAE sentence encoder; saves OUT/encoder."""
-    from ctxsent.io import check_writable
     from ctxsent.training.encoder_pretrain import pretrain_encoder as run
+    from ctxsent.training.runs import check_run_folder
 
     if list_presets:
         for item in presets("encoder"):
@@ -182,7 +183,7 @@ def encoder(
         "patience": patience,
     }
     config = configured(name, "encoder", flags, set_)
-    check_writable(out, folder=True)
+    check_run_folder(out, overwrite)
     summary = run(data, out, config, overwrite)
     typer.echo(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=2))
     typer.echo(f"encoder saved to {out / 'encoder'}")
@@ -221,7 +222,9 @@ def ssp(
     ssp_weight: Annotated[
         float | None,
         typer.Option(
-            min=0, help="SSP loss weight (paper: 1, equal to MLM); 0 = the MLM-only control"
+            min=0,
+            callback=finite,
+            help="SSP loss weight (paper: 1, equal to MLM); 0 = the MLM-only control",
         ),
     ] = None,
     readout: Annotated[
@@ -254,10 +257,10 @@ def ssp(
     overwrite: OverwriteOption = False,
 ) -> None:
     """MLM + SSP (or ELECTRA: MLM + RTD + SSP) pre-training; resumable; fine-tune OUT/model."""
-    from ctxsent.io import check_writable
+    from ctxsent.training.runs import check_run_folder
     from ctxsent.training.ssp_pretrain import pretrain_ssp as run
 
-    check_writable(out, folder=True)
+    check_run_folder(out, overwrite)
     flags = dict(
         backbone=backbone,
         max_steps=max_steps,

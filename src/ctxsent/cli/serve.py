@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from ctxsent.cli.options import AcceleratorOption, InferencePrecisionOption
+from ctxsent.cli.options import AcceleratorOption, InferencePrecisionOption, finite, positive
 
 
 def serve(
@@ -33,14 +33,24 @@ def serve(
         typer.Option(min=1, help="characters per chunk of a split request (others wait for one)"),
     ] = 10_000,
     max_wait_ms: Annotated[
-        float, typer.Option(min=0, help="how long a request waits for others to batch with")
+        float,
+        typer.Option(
+            min=0, callback=finite, help="how long a request waits for others to batch with"
+        ),
     ] = 5.0,
     batch_size: Annotated[int, typer.Option(min=1, help="records per forward pass")] = 64,
     timeout_s: Annotated[
-        float, typer.Option(help="seconds a request may wait for its answer (more: 504)")
+        float,
+        typer.Option(
+            callback=positive, help="seconds a request may wait for its answer (more: 504)"
+        ),
     ] = 120.0,
     read_timeout_s: Annotated[
-        float, typer.Option(help="seconds a client has to send a request's head, and its body")
+        float,
+        typer.Option(
+            callback=positive,
+            help="seconds a client has to send a request's head, and its body",
+        ),
     ] = 30.0,
     api_key: Annotated[
         str | None,

@@ -21,7 +21,7 @@ from ctxsent.corpus.shards import Shard, plan_shards
 from ctxsent.corpus.stats import CorpusStats
 from ctxsent.corpus.storage import SUMMARY_FILE, corpus_features, is_corpus_dir
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_path, check_writable
+from ctxsent.io import atomic_path, check_output, check_writable
 
 if TYPE_CHECKING:
     import datasets
@@ -86,17 +86,14 @@ def _resolve_formats(
 
 
 def check_corpus_output(out: str | Path, overwrite: bool = False) -> None:
-    """Raise :class:`InputError` unless a corpus may be built at ``out``: a folder that can
-    be written (:func:`~ctxsent.io.check_writable`), absent or, with ``overwrite``, a corpus.
-    """
+    """Raise :class:`InputError` unless a corpus may be built at ``out``: the one output
+    rule (:func:`~ctxsent.io.check_output`, kind ``corpus``), and even with ``overwrite``
+    no folder but a corpus is replaced (an ``--out`` naming the inputs' folder)."""
     out = Path(out)
     check_writable(out, folder=True)
-    if not out.exists():
-        return
-    if not is_corpus_dir(out):
+    check_output(out, "corpus", overwrite)
+    if overwrite and out.is_dir() and any(out.iterdir()) and not is_corpus_dir(out):
         raise InputError("exists and is not a corpus folder; choose another --out", path=out)
-    if not overwrite:
-        raise InputError("corpus folder exists; pass --overwrite to replace it", path=out)
 
 
 def _generate_dataset(

@@ -79,3 +79,29 @@ def depth_options(path: str, layers: int | None) -> dict:
     if not 1 <= layers <= depth:
         raise InputError(f"layers must be in 1..{depth}, got {layers}", field="layers")
     return {"num_hidden_layers": layers}
+
+
+def max_positions(model) -> int | None:
+    """Tokens an HF transformer ``model`` can read: the rows of its absolute position table,
+    less RoBERTa's offset (positions start after its padding index); None without one."""
+    embeddings = getattr(getattr(model, "base_model", model), "embeddings", None)
+    table = getattr(embeddings, "position_embeddings", None)
+    if table is None or not hasattr(table, "num_embeddings"):
+        return None
+    offset = table.padding_idx + 1 if table.padding_idx is not None else 0
+    return table.num_embeddings - offset
+
+
+def check_max_length(model, max_length: int) -> int:
+    """``max_length`` if it is at least 2 (``[CLS]`` and ``[SEP]``) and within the positions
+    of ``model`` (:func:`max_positions`); an :class:`InputError` naming it otherwise, wherever
+    it comes from (an option, a manifest), before an input longer than the table fails."""
+    limit = max_positions(model)
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 2:
+        raise InputError(f"must be an integer >= 2, got {max_length!r}", field="max_length")
+    if limit is not None and max_length > limit:
+        name = getattr(getattr(model, "config", None), "name_or_path", "") or "the backbone"
+        raise InputError(
+            f"must be <= {limit}, the positions of {name}, got {max_length}", field="max_length"
+        )
+    return max_length

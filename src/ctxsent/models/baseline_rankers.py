@@ -11,11 +11,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Generator, Iterator, Sequence
 
 import numpy as np
 
 from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.models.staged import finish
 from ctxsent.tasks.as2_records import As2Record
 
 
@@ -27,15 +29,19 @@ class Bm25Index:
     passage: every passage scores 0 (bm25s cannot index or query them).
     """
 
-    def __init__(self, passages: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
+    def __init__(
+        self, passages: Sequence[str] | Sequence[list[str]], k1: float = 1.5, b: float = 0.75
+    ) -> None:
+        """``passages``: texts, or their :func:`tokens` (tokenised in pieces beforehand)."""
         import bm25s
 
         self.size = len(passages)
         self.retriever = bm25s.BM25(k1=k1, b=b)
-        tokens = bm25s.tokenize(list(passages), stopwords="en", show_progress=False)
-        self.empty = not tokens.vocab
+        if passages and isinstance(passages[0], str):
+            passages = tokens(passages)
+        self.empty = not any(passages)
         if not self.empty:
-            self.retriever.index(tokens, show_progress=False)
+            self.retriever.index(list(passages), show_progress=False)
 
     def scores(self, questions: Sequence[str]) -> Iterator[np.ndarray]:
         """One score per passage, for each question in turn."""
@@ -51,6 +57,13 @@ class Bm25Index:
                 yield self.retriever.get_scores(question_tokens)
 
 
+def tokens(texts: Sequence[str]) -> list[list[str]]:
+    """The terms BM25 indexes of each text (bm25s, English stop words removed)."""
+    import bm25s
+
+    return bm25s.tokenize(list(texts), stopwords="en", show_progress=False, return_ids=False)
+
+
 class BM25Ranker(As2Ranker):
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
@@ -58,9 +71,25 @@ class BM25Ranker(As2Ranker):
     def predict(
         self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
+        return finish(self.predict_steps(records))
+
+    def predict_steps(
+        self, records: Sequence[As2Record], max_chars: float = math.inf
+    ) -> Generator[float, None, np.ndarray]:
+        """:meth:`predict` in steps for a service that interleaves requests: the candidates
+        are tokenised in pieces of at most ``max_chars`` characters (one candidate at least),
+        each yielding its characters; indexing and scoring follow in one last step."""
         texts = list(dict.fromkeys(r.candidate for r in records))
         position = {text: i for i, text in enumerate(texts)}
-        index = Bm25Index(texts, self.k1, self.b)
+        terms: list[list[str]] = []
+        while len(terms) < len(texts):
+            start, size = len(terms), 0
+            stop = start
+            while stop < len(texts) and (stop == start or size + len(texts[stop]) <= max_chars):
+                size, stop = size + len(texts[stop]), stop + 1
+            terms += tokens(texts[start:stop])
+            yield size
+        index = Bm25Index(terms, self.k1, self.b)
         scores = np.empty(len(records), dtype=np.float32)
         rows_by_question: dict[str, list[int]] = {}
         for row, record in enumerate(records):

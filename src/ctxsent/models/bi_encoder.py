@@ -34,7 +34,7 @@ from torch.utils.checkpoint import checkpoint
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
 
 from ctxsent.errors import InputError, check_range
-from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.models.backbones import DEFAULT_BACKBONE, check_max_length, resolve_backbone
 from ctxsent.models.inference import inference
 from ctxsent.models.pooling import masked_mean
 from ctxsent.models.ranker_base import As2Ranker, cosine_scores
@@ -62,6 +62,15 @@ class BiEncoder(nn.Module):
         self.max_length = max_length
         self.precision = precision  # of encode: see ctxsent.models.precision
 
+    @property
+    def max_length(self) -> int:
+        """Tokens kept per text (checked against the transformer's positions)."""
+        return self._max_length
+
+    @max_length.setter
+    def max_length(self, value: int) -> None:
+        self._max_length = check_max_length(self.transformer, value)
+
     @classmethod
     def from_pretrained(
         cls,
@@ -78,7 +87,8 @@ class BiEncoder(nn.Module):
             load_tokenizer(path) if Path(path).is_dir() else AutoTokenizer.from_pretrained(path)
         )
         transformer = load_network(AutoModel, path, allow_unexpected=True)
-        length = max_length or _default_max_length(path, tokenizer, transformer.config)
+        length = _default_max_length(path, tokenizer, transformer.config)
+        length = length if max_length is None else max_length
         return cls(transformer.eval(), tokenizer, max_length=length, precision=precision)
 
     @classmethod

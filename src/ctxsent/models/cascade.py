@@ -29,7 +29,8 @@ by the exit they left at (later first) and their partial score.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,7 +46,8 @@ from ctxsent.models.precision import keep_fp32
 from ctxsent.models.staged import (
     CascadeCost,
     exit_costs,
-    prune_in_stages,
+    finish,
+    pruning_steps,
     question_index,
     resolve_alphas,
 )
@@ -246,62 +248,107 @@ class CascadeRanker(TransformerRanker):
         ranking described in the module docstring. ``self.last_cost`` holds the
         layer-candidate cost of the call. Runs in :attr:`precision` (fp32, bf16, fp16).
         """
+        with self.inference(len(records), show_progress) as progress:
+            return finish(self.predict_steps(records, batch_size, alpha, progress=progress))
+
+    def predict_steps(
+        self,
+        records: Sequence[As2Record],
+        batch_size: int = 64,
+        alpha: float | Sequence[float] | None = None,
+        max_chars: float = math.inf,
+        progress=None,
+    ) -> Generator[float, None, np.ndarray]:
+        """:meth:`predict` in steps, one forward pass each, for a service that interleaves
+        requests (:mod:`ctxsent.serving.batching`): yields each pass's cost (its records'
+        characters times the share of the encoder's layers it ran) and returns the scores.
+
+        A pass holds at most ``batch_size`` records and ``max_chars`` characters (one record
+        at least). Each pass sets up inference (:meth:`inference`) itself, so the steps of
+        several calls may interleave in one thread.
+        """
         alphas = resolve_alphas(self.config.alphas if alpha is None else alpha, self.num_stages)
         scores = np.empty(len(records), dtype=np.float64)
         per_exit = [0] * len(self.config.exits)
         evaluations = 0
-        with self.inference(len(records), show_progress) as progress:
-            for pack in _question_packs(records, _PACK):
-                pack_scores, pack_exit_counts, pack_evaluations = self._cascade(
-                    [records[i] for i in pack], alphas, batch_size
-                )
-                scores[pack] = pack_scores
-                per_exit = [a + b for a, b in zip(per_exit, pack_exit_counts, strict=True)]
-                evaluations += pack_evaluations
+        for pack in _question_packs(records, _PACK):
+            pack_scores, pack_exit_counts, pack_evaluations = yield from self._cascade(
+                [records[i] for i in pack], alphas, batch_size, max_chars
+            )
+            scores[pack] = pack_scores
+            per_exit = [a + b for a, b in zip(per_exit, pack_exit_counts, strict=True)]
+            evaluations += pack_evaluations
+            if progress is not None:
                 progress.update(len(pack))
         depth = self.model.config.num_hidden_layers
         self.last_cost = CascadeCost(evaluations, depth * len(records), per_exit)
         return scores
 
     def _cascade(
-        self, records: list[As2Record], alphas: list[float], batch_size: int
-    ) -> tuple[np.ndarray, list[int], int]:
-        """Run the cascade over whole questions held in memory together."""
+        self, records: list[As2Record], alphas: list[float], batch_size: int, max_chars: float
+    ) -> Generator[float, None, tuple[np.ndarray, list[int], int]]:
+        """Run the cascade over whole questions held in memory together, in steps."""
         from ctxsent.models.segments import encode_segments, pad_batch
 
         device, pad = self.device, self.tokenizer.pad_token_id
-        encoded = encode_segments(self.tokenizer, self.segments(records), self.config.max_length)
+        chars = [record.characters for record in records]
+        exits, depth = self.config.exits, self.model.config.num_hidden_layers
+        encoded: list = []
+        for rows in _passes(np.arange(len(records)), chars, len(records), max_chars):
+            piece = [records[i] for i in rows]
+            encoded += encode_segments(self.tokenizer, self.segments(piece), self.config.max_length)
+            yield sum(chars[i] for i in rows) / depth  # tokenising costs less than a layer
         states: dict[int, torch.Tensor] = {}  # partial encodings of the survivors
-        exits = self.config.exits
 
-        def score_stage(index: int, active: np.ndarray) -> np.ndarray:
+        def score_stage(index: int, active: np.ndarray) -> Generator[float, None, np.ndarray]:
             done = exits[index - 1] if index else 0
             for row in states.keys() - set(active.tolist()):
                 del states[row]
             logits = np.empty(len(active))
             order = active[np.argsort([-len(encoded[i][0]) for i in active], kind="stable")]
-            for start in range(0, len(order), batch_size):
-                rows = order[start : start + batch_size]
-                batch = {
-                    k: v.to(device) for k, v in pad_batch([encoded[i] for i in rows], pad).items()
-                }
-                mask = batch["attention_mask"]
-                if done == 0:
-                    hidden = embed(self.model, batch)
-                else:
-                    hidden = nn.utils.rnn.pad_sequence([states[i] for i in rows], batch_first=True)
-                hidden = run_layers(self.model, hidden, mask, done, exits[index])
-                logits[np.searchsorted(active, rows)] = (
-                    self.exit_logits(index, hidden, mask).float().cpu().numpy()
-                )
-                if index < len(exits) - 1:  # the last stage's states are never read again
-                    for row, length, state in zip(rows, mask.sum(1).tolist(), hidden, strict=True):
-                        states[row] = state[:length]
+            for rows in _passes(order, [chars[i] for i in order], batch_size, max_chars):
+                with self.inference(len(rows)):
+                    batch = pad_batch([encoded[i] for i in rows], pad)
+                    batch = {k: v.to(device) for k, v in batch.items()}
+                    mask = batch["attention_mask"]
+                    if done == 0:
+                        hidden = embed(self.model, batch)
+                    else:
+                        states_in = [states[i] for i in rows]
+                        hidden = nn.utils.rnn.pad_sequence(states_in, batch_first=True)
+                    hidden = run_layers(self.model, hidden, mask, done, exits[index])
+                    logits[np.searchsorted(active, rows)] = (
+                        self.exit_logits(index, hidden, mask).float().cpu().numpy()
+                    )
+                    if index < len(exits) - 1:  # the last stage's states are never read again
+                        lengths = mask.sum(1).tolist()
+                        for row, length, state in zip(rows, lengths, hidden, strict=True):
+                            states[row] = state[:length]
+                yield sum(chars[i] for i in rows) * (exits[index] - done) / depth
             return logits
 
-        return prune_in_stages(
-            question_index([r.question_id for r in records]), alphas, exit_costs(exits), score_stage
+        return (
+            yield from pruning_steps(
+                question_index([r.question_id for r in records]),
+                alphas,
+                exit_costs(exits),
+                score_stage,
+            )
         )
+
+
+def _passes(
+    order: np.ndarray, chars: list[int], batch_size: int, max_chars: float
+) -> Iterator[np.ndarray]:
+    """``order`` cut into passes of at most ``batch_size`` rows and ``max_chars``
+    characters (one row at least)."""
+    start = 0
+    while start < len(order):
+        stop, total = start + 1, chars[start]
+        while stop < min(len(order), start + batch_size) and total + chars[stop] <= max_chars:
+            total, stop = total + chars[stop], stop + 1
+        yield order[start:stop]
+        start = stop
 
 
 def _question_packs(records: Sequence[As2Record], size: int) -> list[np.ndarray]:

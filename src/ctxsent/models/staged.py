@@ -14,12 +14,15 @@ every layer of its deepest stage on every candidate (paper, section 5.5).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ctxsent.errors import InputError
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -84,17 +87,42 @@ def prune_in_stages(
     Returns the ranking scores (:func:`stage_scores`), the candidates each stage saw, and
     the layer-candidate evaluations (stage i costs ``stage_costs[i]`` per candidate).
     """
+
+    def at_once(index: int, active: np.ndarray) -> Generator[float, None, np.ndarray]:
+        return score_stage(index, active)
+        yield  # a generator with no steps
+
+    return finish(pruning_steps(question_of, alphas, stage_costs, at_once))
+
+
+def pruning_steps(
+    question_of: np.ndarray,
+    alphas: Sequence[float],
+    stage_costs: Sequence[int],
+    score_stage: Callable[[int, np.ndarray], Generator[float, None, np.ndarray]],
+) -> Generator[float, None, tuple[np.ndarray, list[int], int]]:
+    """:func:`prune_in_stages` in steps: ``score_stage`` yields the cost of each piece of
+    its work and returns the logits; the steps are yielded on, the result returned."""
     scores = np.zeros(len(question_of), dtype=np.float64)
     active = np.arange(len(question_of))
     counts, evaluations = [], 0
     for index, cost in enumerate(stage_costs):
         counts.append(len(active))
         evaluations += cost * len(active)
-        logits = np.asarray(score_stage(index, active), dtype=np.float64)
+        logits = np.asarray((yield from score_stage(index, active)), dtype=np.float64)
         scores[active] = stage_scores(index, logits)
         if index < len(alphas):
             active = survivors(active, logits, question_of[active], alphas[index])
     return scores, counts, evaluations
+
+
+def finish(steps: Generator[Any, None, T]) -> T:
+    """Run ``steps`` to the end; their result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return stop.value
 
 
 def stage_scores(stage: int, logits: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.models.backbones import DEFAULT_BACKBONE
+from ctxsent.models.backbones import DEFAULT_BACKBONE, check_max_length
 from ctxsent.models.inference import inference
 from ctxsent.models.precision import resolve_precision
 from ctxsent.models.ranker_base import As2Ranker
@@ -97,6 +97,7 @@ class TransformerRanker(As2Ranker, nn.Module):
         self.model = model
         self.tokenizer = tokenizer
         self.config = config
+        check_max_length(model, config.max_length)
         self.with_context(config.contextual)
 
     def with_context(self, contextual: bool) -> TransformerRanker:
@@ -113,7 +114,7 @@ class TransformerRanker(As2Ranker, nn.Module):
 
     @max_length.setter
     def max_length(self, value: int) -> None:
-        self.config.max_length = value
+        self.config.max_length = check_max_length(self.model, value)
 
     #: Parameter-name prefix of the scoring head (HF sequence-classification head by default).
     head_prefix = "model.classifier."

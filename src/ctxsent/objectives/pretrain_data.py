@@ -56,7 +56,7 @@ import numpy as np
 
 from ctxsent.corpus.titles import EVALUATION_OVERLAP_TITLES, normalize_title, normalize_titles
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_path
+from ctxsent.io import atomic_path, check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.presets import apply_overrides, get_preset
 
@@ -108,7 +108,7 @@ def build_cross_thought_data(
     sequence_length = settings.sequence_length
     if max_sequences is not None and max_sequences < 1:
         raise InputError(f"must be at least 1, got {max_sequences}", field="max_sequences")
-    loaded, out = _open_corpus(corpus, out, num_proc, overwrite)
+    loaded, out = _open_corpus(corpus, out, "cross-thought", num_proc, overwrite)
     tokenizer_path = resolve_backbone(backbone)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
     excluded = normalize_titles(exclude_titles)
@@ -201,7 +201,7 @@ def build_encoder_data(
 
     if vocab_size < 1 or (max_sentences is not None and max_sentences < 1):
         raise InputError("vocab_size and max_sentences must be at least 1", field="vocab_size")
-    loaded, out = _open_corpus(corpus, out, num_proc, overwrite)
+    loaded, out = _open_corpus(corpus, out, "encoder", num_proc, overwrite)
     excluded = normalize_titles(exclude_titles)
     stop, last_sentences = _sentence_limit(loaded.dataset, excluded, max_sentences)
     source = loaded.dataset.select(range(stop))
@@ -303,14 +303,11 @@ def _sentence_limit(
 
 
 # ---- shared helpers -------------------------------------------------------------------------
-def _open_corpus(corpus, out, num_proc: int, overwrite: bool):
+def _open_corpus(corpus, out, kind: str, num_proc: int, overwrite: bool):
     from ctxsent.corpus.storage import load_corpus
 
     out = Path(out)
-    if out.exists() and not overwrite:
-        raise InputError(
-            "already exists (pass --overwrite / overwrite=True to replace it)", path=out
-        )
+    check_output(out, f"{kind}-data", overwrite)
     if num_proc < 1:
         raise InputError(f"must be at least 1, got {num_proc}", field="num_proc")
     return load_corpus(corpus), out  # checks the folder before any work starts

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_path
+from ctxsent.io import atomic_path, check_output
 from ctxsent.objectives.ssp import SentenceTokenizer, SspBuilder, SspConfig, encode_examples
 
 SSP_SUMMARY = "ssp.json"
@@ -121,10 +121,7 @@ def build_ssp_dataset(
     from ctxsent.text.tokenizer_training import train_wordpiece
 
     out = Path(out)
-    if out.exists() and not overwrite:
-        raise InputError(
-            "already exists (pass overwrite=True / --overwrite to replace it)", path=out
-        )
+    check_output(out, "ssp-data", overwrite)
     if num_proc < 1:
         raise InputError(f"must be at least 1, got {num_proc}", field="num_proc")
     documents = len(load_corpus(corpus))  # checks the folder before any work starts

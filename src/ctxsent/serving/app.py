@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 from collections.abc import Awaitable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
@@ -38,6 +39,8 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 
 from ctxsent.errors import InputError
+from ctxsent.models.baseline_rankers import BM25Ranker
+from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.ranker_base import document_candidates, question_records, ranking
 from ctxsent.protocols import Encoder, Ranker, StagedRanker
 from ctxsent.serving.batching import Grouping, MicroBatcher
@@ -143,8 +146,8 @@ class BatchConfig:
     model_batch_size: int = 64
 
     def __post_init__(self) -> None:
-        if self.max_wait_ms < 0:
-            raise ValueError(f"max_wait_ms must be at least 0, got {self.max_wait_ms!r}")
+        if not 0 <= self.max_wait_ms < math.inf:  # NaN too
+            raise ValueError(f"max_wait_ms must be finite and >= 0, got {self.max_wait_ms!r}")
         if self.model_batch_size < 1:
             raise ValueError(f"model_batch_size must be at least 1, got {self.model_batch_size!r}")
 
@@ -152,9 +155,10 @@ class BatchConfig:
 class ModelRunner:
     """Runs one batched model call: ``("rank", alpha)`` scores records, ``("encode", norm)``."""
 
-    def __init__(self, model: Any, batch_size: int) -> None:
+    def __init__(self, model: Any, batch_size: int, chunk_chars: float = math.inf) -> None:
         self.model = model
         self.batch_size = batch_size
+        self.chunk_chars = chunk_chars
         self.can_rank = isinstance(model, Ranker)
         self.encoder = model if isinstance(model, Encoder) else None
         self.staged = isinstance(model, StagedRanker)  # cascade or sequential: takes an alpha
@@ -164,6 +168,10 @@ class ModelRunner:
         task, option = key
         if task == "encode":
             return self.embed(list(items), normalize=option)
+        if isinstance(self.model, CascadeRanker):  # in steps: requests take turns
+            return self.model.predict_steps(items, self.batch_size, option, self.chunk_chars)
+        if isinstance(self.model, BM25Ranker):
+            return self.model.predict_steps(items, self.chunk_chars)
         if self.staged:
             return self.model.predict(items, self.batch_size, alpha=option)
         return self.model.predict(items, self.batch_size)
@@ -206,7 +214,9 @@ def grouping(model: Any) -> Grouping:
 
     Cross-encoders and bi-encoders score each record on its own, and encoders embed each
     text on its own: small requests share calls and large ones are split. A cascade prunes
-    each request's candidates together: requests share calls but are never split. Other
+    each request's candidates together: requests share calls but are never split by items;
+    a cascade and BM25 run in steps (:meth:`ModelRunner.__call__`), so a large request
+    takes turns. Other
     rankers (BM25's IDF and Cross-Thought's attention over the candidates of a call, a
     sequential ranker) score each request alone and whole.
     """
@@ -220,9 +230,7 @@ def grouping(model: Any) -> Grouping:
 
 def characters(item: As2Record | str) -> int:
     """The characters of a record (question, candidate and context) or a text to encode."""
-    if isinstance(item, str):
-        return len(item)
-    return len(item.question) + len(item.candidate) + len(item.previous) + len(item.next)
+    return len(item) if isinstance(item, str) else item.characters
 
 
 def _describe(model: Any) -> dict:
@@ -260,7 +268,7 @@ def create_app(
         from ctxsent.resolver import load_ranker
 
         model = load_ranker(model, precision, accelerator)
-    runner = ModelRunner(model, batching.model_batch_size)
+    runner = ModelRunner(model, batching.model_batch_size, limits.chunk_chars)
     batcher = MicroBatcher(
         runner,
         limits.max_batch,
@@ -359,9 +367,14 @@ def create_app(
             "batching": {**asdict(batcher.stats), "waiting": batcher.waiting},
         }
 
-    async def ranked(http: Request, question: str, texts, context, alpha, top: int | None):
-        """The candidates ``texts`` of ``question``, best first (the first ``top``)."""
-        check_texts([("question", question)], limits.max_chars)
+    async def ranked(
+        http: Request, question: str, texts, context, alpha, top: int | None, field="question"
+    ):
+        """The candidates ``texts`` of ``question``, best first (the first ``top``); errors
+        name the question by the request's ``field``."""
+        check_texts([(field, question)], limits.max_chars)
+        if not question.strip():
+            raise InputError(f"the {field} is empty", field=field)
         records = question_records(f"request-{next(request_ids)}", question, texts, context)
         scores = await answer(http, batcher.submit(("rank", alpha), records))
         return ranking(records, scores, top)
@@ -385,7 +398,7 @@ def create_app(
         texts = [d if isinstance(d, str) else d.text for d in request.documents]
         check_count(len(texts), limits.max_candidates, "documents", "documents")
         check_texts(((f"documents.{i}", t) for i, t in enumerate(texts)), limits.max_chars)
-        answers = await ranked(http, request.query, texts, None, None, request.top_n)
+        answers = await ranked(http, request.query, texts, None, None, request.top_n, "query")
         return RerankResponse(
             results=[
                 RerankResult(

@@ -3,30 +3,37 @@
 Each request submits a list of items (records to score, texts to encode)
 under a key (what kind of call, with which options). The batcher waits up to
 ``max_wait_ms`` after the oldest waiting request, then builds one call: that
-request's next chunk, plus later requests with its key that fit whole in
-``max_batch`` items. It runs ``run(key, items)`` in its single worker thread
+request's next chunk, plus later requests with its key that fit whole in the rest
+of the chunk. It runs ``run(key, items)`` in its single worker thread
 and hands every request back its own slice of the results.
 
-How requests may be grouped depends on the model (:class:`Grouping`). With
-``SPLIT``, a request is cut into chunks of at most ``max_batch`` items and at
-most ``max_chunk_cost`` by ``cost`` (e.g. characters, so that a chunk of long
-texts takes no longer than one of short ones), and after each chunk it goes to
-the back of the queue: requests take turns (round-robin), so a small request
-behind a large one waits for about one chunk, not for the whole large request;
-the chunks' results are put back together in order.
+A chunk holds at most ``max_batch`` items and ``max_chunk_cost`` by ``cost`` (e.g.
+characters, so that a chunk of long texts takes no longer than one of short ones;
+at least one item), whatever requests it mixes: a request waits behind at most one
+chunk of another. How requests may be grouped depends on the model
+(:class:`Grouping`). With ``SPLIT``, a request is cut into chunks, and after each
+chunk it goes to the back of the queue: requests take turns (round-robin), so a
+small request behind a large one waits for about one chunk, not for the whole large
+request; the chunks' results are put back together in order. A request that cannot
+be split by items (``WHOLE``, ``ALONE``) takes turns the same way when ``run``
+returns *steps* instead of results: an iterator that does the work a piece at a
+time, yields each piece's cost and returns the results (a cascade's forward passes,
+:meth:`~ctxsent.models.cascade.CascadeRanker.predict_steps`); each turn runs its
+pieces until they cost one chunk.
 
 A request whose caller stops waiting (its :meth:`~MicroBatcher.submit` is
-cancelled: client gone, deadline passed) is dropped before its next model
-call; a call in flight is never interrupted. If a merged call fails, each of
-its requests is retried alone, so one bad request cannot fail its neighbours.
+cancelled: client gone, deadline passed) is dropped before its next chunk or
+turn; a piece in flight is never interrupted. If a merged call fails, each of its
+requests is retried alone, so one bad request cannot fail its neighbours.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
@@ -75,6 +82,10 @@ class _Job:
     #: Items handed to model calls so far; they are computed in order.
     taken: int = 0
     results: list[Any] = field(default_factory=list)
+    #: The call this job heads whose steps are not finished (it waits for its next turn).
+    call: _Call | None = None
+    #: Never merged with other requests again (a merged call with it failed).
+    alone: bool = False
 
     @property
     def remaining(self) -> int:
@@ -90,11 +101,24 @@ class _Part:
     stop: int
 
 
+@dataclass(eq=False)
+class _Call:
+    """One model call: its parts, then what ``run`` gave back (results, or steps left)."""
+
+    parts: list[_Part]
+    steps: Iterator[float] | None = None
+    results: Sequence[Any] | None = None
+
+    @property
+    def abandoned(self) -> bool:
+        return all(part.job.future.done() for part in self.parts)
+
+
 class MicroBatcher:
     """Groups concurrent :meth:`submit` calls into calls of ``run`` in one worker thread.
 
-    ``cost`` and ``max_chunk_cost`` bound the chunks of split requests (at least one item
-    each); calls that merge whole requests are bounded by ``max_batch`` items only.
+    ``cost`` and ``max_chunk_cost`` bound every call (at least one item) and every turn of
+    a request that ``run`` computes in steps (module docstring).
     """
 
     def __init__(
@@ -148,7 +172,9 @@ class MicroBatcher:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         while self._pending:
-            _resolve(self._pending.popleft(), error=RuntimeError("the service is shutting down"))
+            job = self._pending.popleft()
+            for waiting in [part.job for part in job.call.parts] if job.call else [job]:
+                _resolve(waiting, error=RuntimeError("the service is shutting down"))
         self._worker.shutdown(wait=True)
 
     async def _serve(self) -> None:
@@ -162,83 +188,134 @@ class MicroBatcher:
             delay = oldest.arrived + self.max_wait - time.monotonic()
             if (
                 self.grouping is not Grouping.ALONE
+                and oldest.call is None
                 and delay > 0
                 and self._queued_items(oldest.key) < self.max_batch
             ):
                 await asyncio.sleep(delay)
                 continue  # requests may have arrived or been abandoned meanwhile
-            parts = self._take_call()
-            await self._run_parts(parts)
-            head = parts[0].job
-            if head.remaining:
-                self._pending.append(head)  # its next turn comes after the requests now waiting
+            await self._run_call(self._take_call())
 
     def _drop_abandoned(self) -> None:
-        """Forget the queued requests that are answered (a failed chunk) or abandoned."""
-        for job in [job for job in self._pending if job.future.done()]:
-            self._pending.remove(job)
-            self.stats.dropped += job.future.cancelled()
+        """Forget the queued requests that are answered (a failed chunk) or abandoned; the
+        steps left of a call none of whose callers waits are closed unrun."""
+        for job in list(self._pending):
+            if job.call is None and job.future.done():
+                self._pending.remove(job)
+                self.stats.dropped += job.future.cancelled()
+            elif job.call is not None and job.call.abandoned:
+                self._pending.remove(job)
+                job.call.steps.close()
+                self.stats.dropped += sum(p.job.future.cancelled() for p in job.call.parts)
 
     def _queued_items(self, key: Hashable) -> int:
         return sum(job.remaining for job in self._pending if job.key == key)
 
-    def _take_call(self) -> list[_Part]:
-        """The oldest job's next chunk, then later jobs with its key that fit whole.
+    def _take_call(self) -> _Call:
+        """The oldest job's next turn: the rest of its call in steps, or its next chunk
+        followed by later jobs with its key that fit whole in the chunk.
 
         The chunk is the whole job unless it is ``SPLIT``. Filling stops at the first job
-        with the key that does not fit, so a job that is waiting is never overtaken by ever
-        more jobs behind it.
+        with the key that does not fit whole, so a job that is waiting is never overtaken
+        by ever more jobs behind it.
         """
         head = self._pending.popleft()
-        count = self._chunk_size(head) if self.grouping is Grouping.SPLIT else head.remaining
-        parts, size, skipped = [_take(head, count)], count, deque()
-        while self.grouping is not Grouping.ALONE and self._pending:
+        if head.call is not None:
+            call, head.call = head.call, None
+            return call
+        split = self.grouping is Grouping.SPLIT
+        count = self._fitting(head, self.max_batch, self._budget) if split else head.remaining
+        count = max(1, count)
+        parts, skipped = [_take(head, count)], deque()
+        size, spent = count, self._cost_of(parts[0])
+        while self.grouping is not Grouping.ALONE and not head.alone and self._pending:
             job = self._pending.popleft()
-            if job.key != head.key:
+            if job.key != head.key or job.call is not None or job.alone:
                 skipped.append(job)
-            elif size + job.remaining <= self.max_batch:
-                size += job.remaining
-                parts.append(_take(job, job.remaining))
-            else:
+                continue
+            count = job.remaining
+            if self._fitting(job, self.max_batch - size, self._budget - spent) < count:
                 skipped.append(job)
                 break
+            parts.append(_take(job, count))
+            size, spent = size + count, spent + self._cost_of(parts[-1])
         self._pending.extendleft(reversed(skipped))
-        return parts
+        return _Call(parts)
 
-    def _chunk_size(self, job: _Job) -> int:
-        """Items in the job's next chunk: at most ``max_batch``, and at least one but at
-        most ``max_chunk_cost`` by ``cost``."""
-        items = job.items[job.taken : job.taken + self.max_batch]
+    @property
+    def _budget(self) -> float:
+        return self.max_chunk_cost if self.cost is not None else math.inf
+
+    def _cost_of(self, part: _Part) -> float:
+        if self.cost is None:
+            return 0
+        return sum(self.cost(item) for item in part.job.items[part.start : part.stop])
+
+    def _fitting(self, job: _Job, max_items: int, max_cost: float) -> int:
+        """How many of the job's next items fit in ``max_items`` and ``max_cost``."""
+        items = job.items[job.taken : job.taken + max(0, max_items)]
         if self.cost is None:
             return len(items)
         totals = accumulate(self.cost(item) for item in items)
-        return max(1, sum(1 for _ in takewhile(lambda t: t <= self.max_chunk_cost, totals)))
+        return sum(1 for _ in takewhile(lambda total: total <= max_cost, totals))
 
-    async def _run_parts(self, parts: list[_Part]) -> None:
-        parts = [part for part in parts if not part.job.future.done()]
-        if not parts:
-            return
-        items = [item for part in parts for item in part.job.items[part.start : part.stop]]
+    def _turn(self, call: _Call) -> None:
+        """In the worker thread: start the call, or go on with its steps, for one turn."""
+        if call.steps is None:
+            items = [item for part in call.parts for item in part.job.items[part.start : part.stop]]
+            answer = self.run(call.parts[0].job.key, items)
+            if not isinstance(answer, Iterator):
+                call.results = answer
+                return
+            call.steps = answer
+        spent = 0.0
+        while True:
+            try:
+                spent += next(call.steps)
+            except StopIteration as stop:
+                call.steps, call.results = None, stop.value
+                return
+            if spent >= self._budget:
+                return
+
+    async def _run_call(self, call: _Call) -> None:
+        """Run one turn of ``call``; answer its requests or queue what is left of them."""
+        head = call.parts[0].job
+        if call.steps is None:
+            call.parts = [part for part in call.parts if not part.job.future.done()]
+            if not call.parts:
+                self._pending.append(head)  # abandoned: dropped, and counted, next
+                return
         loop = asyncio.get_running_loop()
         try:
-            results = await loop.run_in_executor(self._worker, self.run, parts[0].job.key, items)
+            await loop.run_in_executor(self._worker, self._turn, call)
         except Exception as err:
-            if len(parts) == 1:
-                _resolve(parts[0].job, error=err)
+            if len(call.parts) == 1:
+                _resolve(call.parts[0].job, error=err)
                 return
-            for part in parts:  # find the request that failed; the others still get answers
-                await self._run_parts([part])
+            for part in reversed(call.parts):  # find the request that failed: each alone
+                part.job.taken, part.job.alone = part.start, True
+                if part.job in self._pending:
+                    self._pending.remove(part.job)
+                self._pending.appendleft(part.job)
             return
+        if call.steps is not None:
+            head.call = call
+            self._pending.append(head)  # its next turn comes after the requests now waiting
+            return
+        items = sum(part.stop - part.start for part in call.parts)
         self.stats.calls += 1
-        self.stats.items += len(items)
-        self.stats.largest_call = max(self.stats.largest_call, len(items))
+        self.stats.items += items
+        self.stats.largest_call = max(self.stats.largest_call, items)
         offset = 0
-        for part in parts:
+        for part in call.parts:
             job, size = part.job, part.stop - part.start
-            job.results.extend(results[offset : offset + size])
+            job.results.extend(call.results[offset : offset + size])
             offset += size
             if len(job.results) == len(job.items):
                 self.stats.requests += _resolve(job, result=job.results)
+        if head.remaining:
+            self._pending.append(head)  # its next chunk comes after the requests now waiting
 
 
 def _take(job: _Job, count: int) -> _Part:

@@ -10,6 +10,7 @@ carries on.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
@@ -44,8 +45,15 @@ class ServeLimits:
         for spec in fields(self):
             value = getattr(self, spec.name)
             kind = int if spec.type == "int" else int | float
-            if isinstance(value, bool) or not isinstance(value, kind) or value <= 0:
-                raise ValueError(f"{spec.name} must be a positive {spec.type}, got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, kind)
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise ValueError(
+                    f"{spec.name} must be a positive finite {spec.type}, got {value!r}"
+                )
 
 
 class RequestTimeout(Exception):

@@ -275,9 +275,15 @@ def _open_table(source: str, split: str | None) -> _Table:
     return _delimited_table(path, "\t" if suffix == ".tsv" else ",")
 
 
+#: The csv module's field limit while reading (its default, 131,072 characters, would refuse
+#: a long passage that JSONL takes): the largest a C long holds everywhere.
+CSV_FIELD_LIMIT = 2**31 - 1
+
+
 def _delimited_table(path: Path, delimiter: str) -> _Table:
     kind = "TAB" if delimiter == "\t" else "comma"
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    csv.field_size_limit(CSV_FIELD_LIMIT)  # as JSONL: a field of any length a line can hold
 
     def rows() -> Iterator[tuple[int, list[str]]]:
         """``(first line, fields)`` of each non-blank row, the header first."""

@@ -25,6 +25,12 @@ class As2Record:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def characters(self) -> int:
+        """Characters of the text a model reads: question, candidate and context (how the
+        service bounds its chunks and a cascade its forward passes)."""
+        return len(self.question) + len(self.candidate) + len(self.previous) + len(self.next)
+
 
 def group_by_question(records: Iterable[As2Record]) -> dict[str, list[As2Record]]:
     """Group records by ``question_id``, keeping first-seen order of questions and candidates."""

@@ -38,7 +38,6 @@ from pathlib import Path
 import lightning as L
 import numpy as np
 import torch
-from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.callbacks import Callback
 from torch.utils.data import DataLoader
 
@@ -53,7 +52,7 @@ from ctxsent.models.transformer_ranker import TransformerRanker
 from ctxsent.objectives.as2 import As2Objective
 from ctxsent.tasks.as2_records import As2Record, group_by_question
 from ctxsent.training.engine import Evaluation, OptimizerSettings, keep_best, train_objective
-from ctxsent.training.runs import finish_run, records_digest, start_run
+from ctxsent.training.runs import check_run_folder, finish_run, records_digest, run_folder
 from ctxsent.training.sampling import LengthGroupedBatches, QuestionBatches
 from ctxsent.training.settings import (
     ARCHS,
@@ -406,6 +405,7 @@ def finetune_as2(
     """
     config = config or As2TrainConfig()
     out_dir = Path(out_dir)
+    check_run_folder(out_dir, overwrite)
     check_output(out_dir / "model", ranker.kind, overwrite)
     if config.in_batch_negatives and ranker.kind != BiEncoderRanker.kind:
         raise InputError(
@@ -413,48 +413,47 @@ def finetune_as2(
             f"candidate; this is a {ranker.kind}",
             field="in_batch_negatives",
         )
-    if rank_zero_only.rank == 0:
-        settings = _run_settings(ranker, train, dev, config)
-        start_run(out_dir, settings, state=RUN_STATE, may_change=RUN_LIMITS, overwrite=overwrite)
+    settings = _run_settings(ranker, train, dev, config)
     L.seed_everything(config.seed, verbose=False)
     if isinstance(ranker, As2RankerSpec):
-        ranker = ranker.build()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    train = sample_negatives(train, config.max_negatives_per_question, config.seed)
-    train_batches, train_questions = _train_batches(train, config)
-    steps_per_epoch = -(-len(train_batches) // config.accumulate)
+        ranker = ranker.build()  # a bad spec (a max_length beyond the backbone) stops here
+    with run_folder(out_dir, settings, state=RUN_STATE, may_change=RUN_LIMITS, overwrite=overwrite):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        train = sample_negatives(train, config.max_negatives_per_question, config.seed)
+        train_batches, train_questions = _train_batches(train, config)
+        steps_per_epoch = -(-len(train_batches) // config.accumulate)
 
-    trained = train_objective(
-        As2Objective(ranker, config, train_questions),
-        _loader(ranker, train, train_batches),
-        out_dir,
-        config,
-        optimizer_settings(ranker, config),
-        seed=config.seed,
-        max_epochs=config.epochs,
-        max_steps=config.max_steps or -1,
-        max_grad_norm=config.max_grad_norm,
-        evaluation=Evaluation(
-            As2Evaluator(dev, config.eval_batch_size),
-            ranker,
-            every=min(config.eval_every, steps_per_epoch * config.epochs),
-            patience=config.patience,
-            on_best=keep_best(
-                out_dir,
-                lambda: ranker.save_pretrained(out_dir / "model"),
-                {"train": asdict(config)},
+        trained = train_objective(
+            As2Objective(ranker, config, train_questions),
+            _loader(ranker, train, train_batches),
+            out_dir,
+            config,
+            optimizer_settings(ranker, config),
+            seed=config.seed,
+            max_epochs=config.epochs,
+            max_steps=config.max_steps or -1,
+            max_grad_norm=config.max_grad_norm,
+            evaluation=Evaluation(
+                As2Evaluator(dev, config.eval_batch_size),
+                ranker,
+                every=min(config.eval_every, steps_per_epoch * config.epochs),
+                patience=config.patience,
+                on_best=keep_best(
+                    out_dir,
+                    lambda: ranker.save_pretrained(out_dir / "model"),
+                    {"train": asdict(config)},
+                ),
             ),
-        ),
-        callbacks=[ReleaseFreeHeap()],
-        seeded_steps=False,
-        strategy=_strategy(config, ranker),
-    )
-    trained.trainer.strategy.barrier()  # rank 0 writes best.json
-    best = json.loads((out_dir / "best.json").read_text())
-    if trained.is_global_zero:
-        data = {name: _data_size(records) for name, records in (("train", train), ("dev", dev))}
-        finish_run(out_dir, {**best, "data": data})
-    return best
+            callbacks=[ReleaseFreeHeap()],
+            seeded_steps=False,
+            strategy=_strategy(config, ranker),
+        )
+        trained.trainer.strategy.barrier()  # rank 0 writes best.json
+        best = json.loads((out_dir / "best.json").read_text())
+        if trained.is_global_zero:
+            data = {name: _data_size(records) for name, records in (("train", train), ("dev", dev))}
+            finish_run(out_dir, {**best, "data": data})
+        return best
 
 
 def _data_size(records: Sequence[As2Record]) -> str:

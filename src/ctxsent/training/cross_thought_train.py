@@ -32,7 +32,6 @@ from pathlib import Path
 import lightning as L
 import numpy as np
 import torch
-from lightning.fabric.utilities.rank_zero import rank_zero_only
 from torch import nn
 from torch.utils.data import DataLoader
 
@@ -72,7 +71,7 @@ from ctxsent.training.engine import (
     pretraining_evaluation,
     train_objective,
 )
-from ctxsent.training.runs import finish_run, start_run
+from ctxsent.training.runs import check_run_folder, finish_run, run_folder
 from ctxsent.training.sampling import StreamBatches
 from ctxsent.training.settings import (
     ACCELERATORS,
@@ -130,76 +129,80 @@ def pretrain_cross_thought(
     """
     preset = config.resolved_preset()
     data, out = Path(data), Path(out)
+    check_run_folder(out, overwrite)
     dataset, data_summary = load_pretrain_data(data, "cross-thought")
     check_output(out / "model", CrossThoughtModel.kind, overwrite)
     L.seed_everything(config.seed, verbose=False)
     model = CrossThoughtModel.build(preset.model_config(config.backbone), seed=config.seed)
     check_cross_thought_data(data_summary, data, preset.sequence_length, model.tokenizer)
     evaluator = config.eval and evaluator_from_spec(config.eval) or None
-    if rank_zero_only.rank == 0:
-        start_run(
-            out,
-            {**asdict(config), "data": data_identity(data_summary)},
-            state=("checkpoints", "model", "best.json"),
-            may_change=("max_minutes", "max_steps"),
-            overwrite=overwrite,
-        )
-    chunks = ArrowChunks(dataset, preset.sequence_length, model.tokenizer.pad_token_id or 0)
-    samples = ConsecutiveSequences(chunks, preset.sequences_per_sample)
-    if preset.batch_size < config.accumulate:
-        raise InputError(
-            f"the batch of {preset.batch_size} cannot be split in {config.accumulate}",
-            field="accumulate",
-        )
-    warn_uneven_accumulation(preset.batch_size, config.accumulate, "samples")
-    batches = StreamBatches(
-        len(samples), preset.batch_size, config.seed, preset.max_steps, accumulate=config.accumulate
-    )
-    collator = collator_for(model, preset, config.seed)
-    evaluated = CrossThoughtRanker(model) if (config.eval or "").startswith("as2:") else model
-    evaluation = pretraining_evaluation(
-        config, evaluator, evaluated, out, lambda: model.save_pretrained(out / "model")
-    )
-    trained = train_objective(
-        CrossThoughtObjective(model, collator),
-        DataLoader(samples, batch_sampler=batches, collate_fn=collator.stack),
+    with run_folder(
         out,
-        config,
-        OptimizerSettings(  # RoBERTa's AdamW
-            preset.learning_rate,
-            weight_decay=0.01,
-            betas=(0.9, 0.98),
-            eps=1e-6,
-            warmup_steps=preset.warmup_steps,
-            total_steps=preset.max_steps,
-        ),
-        seed=config.seed,
-        max_steps=preset.max_steps,
-        max_minutes=config.max_minutes,
-        max_grad_norm=1.0,
-        checkpoint_every=config.checkpoint_every,
-        evaluation=evaluation,
-    )
-    summary = {
-        "preset": asdict(preset),
-        "config": asdict(config),
-        "data": str(data),
-        "steps": trained.steps,
-        "steps_this_run": trained.steps_this_run,
-        "tokens_seen": trained.module.tokens_seen,
-        "corpus_sequences": data_summary["sequences"],
-        "corpus_tokens": data_summary["tokens"],
-        "seconds_this_run": round(trained.seconds, 1),
-        "last_loss": trained.metrics.get("train_loss", math.nan),
-        "best": trained.best or None,
-    }
-    if trained.is_global_zero:
-        if evaluation is None:  # else OUT/model holds the best evaluation's
-            model.save_pretrained(out / "model")
-        with atomic_write(out / "summary.json") as handle:
-            json.dump(summary, handle, indent=2)
-        finish_run(out, summary)
-    return summary
+        {**asdict(config), "data": data_identity(data_summary)},
+        state=("checkpoints", "model", "best.json"),
+        may_change=("max_minutes", "max_steps"),
+        overwrite=overwrite,
+    ):
+        chunks = ArrowChunks(dataset, preset.sequence_length, model.tokenizer.pad_token_id or 0)
+        samples = ConsecutiveSequences(chunks, preset.sequences_per_sample)
+        if preset.batch_size < config.accumulate:
+            raise InputError(
+                f"the batch of {preset.batch_size} cannot be split in {config.accumulate}",
+                field="accumulate",
+            )
+        warn_uneven_accumulation(preset.batch_size, config.accumulate, "samples")
+        batches = StreamBatches(
+            len(samples),
+            preset.batch_size,
+            config.seed,
+            preset.max_steps,
+            accumulate=config.accumulate,
+        )
+        collator = collator_for(model, preset, config.seed)
+        evaluated = CrossThoughtRanker(model) if (config.eval or "").startswith("as2:") else model
+        evaluation = pretraining_evaluation(
+            config, evaluator, evaluated, out, lambda: model.save_pretrained(out / "model")
+        )
+        trained = train_objective(
+            CrossThoughtObjective(model, collator),
+            DataLoader(samples, batch_sampler=batches, collate_fn=collator.stack),
+            out,
+            config,
+            OptimizerSettings(  # RoBERTa's AdamW
+                preset.learning_rate,
+                weight_decay=0.01,
+                betas=(0.9, 0.98),
+                eps=1e-6,
+                warmup_steps=preset.warmup_steps,
+                total_steps=preset.max_steps,
+            ),
+            seed=config.seed,
+            max_steps=preset.max_steps,
+            max_minutes=config.max_minutes,
+            max_grad_norm=1.0,
+            checkpoint_every=config.checkpoint_every,
+            evaluation=evaluation,
+        )
+        summary = {
+            "preset": asdict(preset),
+            "config": asdict(config),
+            "data": str(data),
+            "steps": trained.steps,
+            "steps_this_run": trained.steps_this_run,
+            "tokens_seen": trained.module.tokens_seen,
+            "corpus_sequences": data_summary["sequences"],
+            "corpus_tokens": data_summary["tokens"],
+            "seconds_this_run": round(trained.seconds, 1),
+            "last_loss": trained.metrics.get("train_loss", math.nan),
+            "best": trained.best or None,
+        }
+        if trained.is_global_zero:
+            if evaluation is None:  # else OUT/model holds the best evaluation's
+                model.save_pretrained(out / "model")
+            with atomic_write(out / "summary.json") as handle:
+                json.dump(summary, handle, indent=2)
+            finish_run(out, summary)
+        return summary
 
 
 # ---- fine-tuning ---------------------------------------------------------------------------------
@@ -321,22 +324,33 @@ def finetune_pair_classifier(
 
 
 def finetune_cross_thought(
-    task: str, init: str, out: Path, data: str, config: CrossThoughtFineTuneConfig, backbone: str
+    task: str,
+    init: str,
+    out: Path,
+    data: str,
+    config: CrossThoughtFineTuneConfig,
+    backbone: str,
+    overwrite: bool = False,
 ) -> dict:
     """Fine-tune the Cross-Thought model ``init`` names (:func:`model_to_finetune`) on
     ``task``: ``as2`` (Eq. 10; the best ranker goes to ``out/model`` and is scored on the
     clean test split) or ``sick-e`` / ``mrpc`` (Eq. 11); the metrics also go to
-    ``out/metrics.json``."""
+    ``out/metrics.json``. ``out`` is a run folder (:mod:`~ctxsent.training.runs`); a rerun
+    starts again, and with other settings needs ``overwrite``."""
     check_choice(task, ("as2", "sick-e", "mrpc"), "task")
+    out = Path(out)
+    check_run_folder(out, overwrite)
     model = model_to_finetune(init, backbone)
-    out.mkdir(parents=True, exist_ok=True)
-    result = (
-        _finetune_as2(model, data, out, config)
-        if task == "as2"
-        else _finetune_pairs(model, task, data, out, config)
-    )
-    with atomic_write(out / "metrics.json") as handle:
-        json.dump(result, handle, indent=2)
+    settings = {"task": task, "init": init, "data": data, "backbone": backbone, **asdict(config)}
+    with run_folder(out, settings, state=("model", "logs"), overwrite=overwrite):
+        result = (
+            _finetune_as2(model, data, out, config)
+            if task == "as2"
+            else _finetune_pairs(model, task, data, out, config)
+        )
+        with atomic_write(out / "metrics.json") as handle:
+            json.dump(result, handle, indent=2)
+        finish_run(out, result)
     return result
 
 

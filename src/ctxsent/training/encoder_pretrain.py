@@ -28,7 +28,6 @@ from pathlib import Path
 
 import lightning as L
 import torch
-from lightning.fabric.utilities.rank_zero import rank_zero_only
 from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError
@@ -59,7 +58,7 @@ from ctxsent.objectives.reconstruct import (
 from ctxsent.text.vocabulary import Vocabulary
 from ctxsent.training.encoder_presets import GLOVE_PACKAGE, EncoderPretrainConfig
 from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation, train_objective
-from ctxsent.training.runs import finish_run, start_run
+from ctxsent.training.runs import check_run_folder, finish_run, run_folder
 from ctxsent.training.sampling import StreamBatches
 from ctxsent.training.settings import warn_uneven_accumulation
 
@@ -169,79 +168,79 @@ def pretrain_encoder(
     ``overwrite`` starts again a run that ``OUT`` holds with other settings.
     """
     data, out = Path(data), Path(out_dir)
+    check_run_folder(out, overwrite)
     rows, data_summary = load_pretrain_data(data, "encoder")
     check_encoder_data(data_summary, data, config.vocab_size, config.max_sentences)
     check_output(out / "encoder", encoder_class(config).kind, overwrite)
     evaluator = config.eval and evaluator_from_spec(config.eval, ("senteval", "squad")) or None
-    if rank_zero_only.rank == 0:
-        settings = {**asdict(config), "data": data_identity(data_summary)}
-        start_run(
-            out, settings, state=("checkpoints", "encoder", "best.json"), may_change=LIMITS,
-            overwrite=overwrite,
-        )  # fmt: skip
-    L.seed_everything(config.seed, verbose=False)
-    vectors = load_word_vectors(config)
-    vocabulary = Vocabulary.load(data / VOCABULARY_FILE)
-    corpus = ArrowSentences(rows)
-    objective = build_objective(config, vocabulary, vectors)
-    if config.model == "rnn-cnn":
-        dataset = NextWindowDataset(corpus, config.target, config.target_length, config.max_length)
-        collate = partial(collate_next_window, target_length=config.target_length)
-    else:
-        dataset = SentenceDataset(corpus, config.max_length)
-        collate = collate_reconstruction
-    if len(dataset) == 0:
-        raise InputError("has no training example (documents of one sentence?)", path=data)
-    total = config.max_steps or config.epochs * (
-        len(dataset) // min(config.batch_size, len(dataset))
-    )
-    warn_uneven_accumulation(config.batch_size, config.accumulate, "sentences")
-    batches = StreamBatches(
-        len(dataset),
-        config.batch_size,
-        config.seed,
-        total,
-        lengths=dataset.input_lengths(),
-        accumulate=config.accumulate,
-    )
+    settings = {**asdict(config), "data": data_identity(data_summary)}
+    state = ("checkpoints", "encoder", "best.json")
+    with run_folder(out, settings, state=state, may_change=LIMITS, overwrite=overwrite):
+        L.seed_everything(config.seed, verbose=False)
+        vectors = load_word_vectors(config)
+        vocabulary = Vocabulary.load(data / VOCABULARY_FILE)
+        corpus = ArrowSentences(rows)
+        objective = build_objective(config, vocabulary, vectors)
+        if config.model == "rnn-cnn":
+            dataset = NextWindowDataset(
+                corpus, config.target, config.target_length, config.max_length
+            )
+            collate = partial(collate_next_window, target_length=config.target_length)
+        else:
+            dataset = SentenceDataset(corpus, config.max_length)
+            collate = collate_reconstruction
+        if len(dataset) == 0:
+            raise InputError("has no training example (documents of one sentence?)", path=data)
+        total = config.max_steps or config.epochs * (
+            len(dataset) // min(config.batch_size, len(dataset))
+        )
+        warn_uneven_accumulation(config.batch_size, config.accumulate, "sentences")
+        batches = StreamBatches(
+            len(dataset),
+            config.batch_size,
+            config.seed,
+            total,
+            lengths=dataset.input_lengths(),
+            accumulate=config.accumulate,
+        )
 
-    def save() -> int:
-        return export_encoder(objective.encoder, vectors, config, out / "encoder")
+        def save() -> int:
+            return export_encoder(objective.encoder, vectors, config, out / "encoder")
 
-    evaluation = pretraining_evaluation(config, evaluator, objective.encoder, out, save)
-    trained = train_objective(
-        objective,
-        DataLoader(dataset, batch_sampler=batches, collate_fn=collate),
-        out,
-        config,
-        OptimizerSettings(config.learning_rate, schedule="constant"),  # Adam
-        seed=config.seed,
-        max_steps=total,
-        max_minutes=config.max_minutes,
-        max_grad_norm=config.max_grad_norm,
-        checkpoint_every=config.checkpoint_every,
-        evaluation=evaluation,
-    )
-    saved_words = None
-    if trained.is_global_zero and evaluation is None:  # else OUT/encoder is the best's
-        saved_words = save()
-    steps = trained.steps
-    summary = {
-        "steps": steps,
-        "examples": len(dataset),
-        "sentences_seen": steps * config.batch_size,
-        "train_loss": trained.metrics.get("train_loss"),
-        "fit_seconds": round(trained.seconds, 1),
-        "resumed": trained.resumed,
-        "vocabulary": len(vocabulary),
-        "saved_vocabulary": saved_words,
-        "best": trained.best or None,
-        "encoder_dim": objective.encoder.dim,
-        "config": json.loads(json.dumps(asdict(config))),
-        "data": str(data),
-    }
-    if trained.is_global_zero:
-        with atomic_write(out / "train.json") as handle:
-            json.dump(summary, handle, indent=2)
-        finish_run(out, summary, model="encoder")
-    return summary
+        evaluation = pretraining_evaluation(config, evaluator, objective.encoder, out, save)
+        trained = train_objective(
+            objective,
+            DataLoader(dataset, batch_sampler=batches, collate_fn=collate),
+            out,
+            config,
+            OptimizerSettings(config.learning_rate, schedule="constant"),  # Adam
+            seed=config.seed,
+            max_steps=total,
+            max_minutes=config.max_minutes,
+            max_grad_norm=config.max_grad_norm,
+            checkpoint_every=config.checkpoint_every,
+            evaluation=evaluation,
+        )
+        saved_words = None
+        if trained.is_global_zero and evaluation is None:  # else OUT/encoder is the best's
+            saved_words = save()
+        steps = trained.steps
+        summary = {
+            "steps": steps,
+            "examples": len(dataset),
+            "sentences_seen": steps * config.batch_size,
+            "train_loss": trained.metrics.get("train_loss"),
+            "fit_seconds": round(trained.seconds, 1),
+            "resumed": trained.resumed,
+            "vocabulary": len(vocabulary),
+            "saved_vocabulary": saved_words,
+            "best": trained.best or None,
+            "encoder_dim": objective.encoder.dim,
+            "config": json.loads(json.dumps(asdict(config))),
+            "data": str(data),
+        }
+        if trained.is_global_zero:
+            with atomic_write(out / "train.json") as handle:
+                json.dump(summary, handle, indent=2)
+            finish_run(out, summary, model="encoder")
+        return summary

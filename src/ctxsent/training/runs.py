@@ -1,31 +1,94 @@
 """A training run's folder ``OUT``: the settings it was started with, and whether it ended.
 
+``OUT`` follows the one output rule (:func:`ctxsent.io.check_output`, kind
+:data:`~ctxsent.io.RUN_KIND`): it must be absent, empty or a run folder (one holding
+``OUT/run.json``), else it is refused before any work unless ``overwrite`` is given; even
+then nothing the run did not write is removed. :func:`run_folder` holds ``OUT`` for the
+run: a lock (``OUT/run.lock``) refuses a second run on it while the first goes on.
+
 ``OUT/run.json`` is written when a run starts, holding the run's resolved settings and
-``"status": "running"``, and rewritten as the run's last act with ``"status": "finished"``.
-A run killed part-way therefore still says ``running``: its ``OUT/model`` is the best model
-so far, not the run's result, and :func:`ctxsent.saving.load` warns when it loads one
+``"status": "running"``, rewritten ``"failed"`` when the run ends with an error (a full
+disk, a bad batch; rerun to resume) and, as the run's last act, ``"finished"``. A run killed
+part-way still says ``running``: its ``OUT/model`` is the best model so far, not the run's
+result, and :func:`ctxsent.saving.load` warns when it loads one
 (:func:`ctxsent.saving.unfinished_run`).
 
 A rerun with the same ``OUT`` resumes from its checkpoint only when its settings equal the
 stored ones, apart from ``may_change`` (limits: how long the run goes); otherwise it is
 refused, naming the keys that differ, before any work starts. ``overwrite`` starts the run
-afresh instead: the run's state (its checkpoints and caches) is removed first. Staging files
-and folders that a killed atomic write left behind (``OUT/.NAME.*.tmp``, see
-:func:`ctxsent.io.atomic_path`) are removed when a run starts.
+afresh instead: the run's state (its checkpoints and caches) is removed first, when a run
+wrote it. Staging that a killed atomic write of the run's state left behind
+(``OUT/.NAME.*.tmp``, see :func:`ctxsent.io.atomic_path`) is removed when a run starts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import glob
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
+from lightning.fabric.utilities.rank_zero import rank_zero_only
+
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_write, remove_path
-from ctxsent.saving import RUN_FILE, read_run, write_model_card
+from ctxsent.io import RUN_FILE, RUN_KIND, atomic_write, check_output, check_writable, remove_path
+from ctxsent.saving import RUN_STAMP, read_run, write_model_card
+
+#: The lock a run holds on its folder (:func:`run_folder`).
+LOCK_FILE = "run.lock"
+
+
+def check_run_folder(out: str | Path, overwrite: bool = False) -> None:
+    """Raise :class:`InputError` unless ``out`` may hold a run: call it before any work.
+
+    The one output rule (:func:`~ctxsent.io.check_output`) for kind
+    :data:`~ctxsent.io.RUN_KIND`; a folder holding only a :data:`LOCK_FILE` counts as empty.
+    """
+    out = Path(out)
+    if out.is_dir() and {path.name for path in out.iterdir()} <= {LOCK_FILE}:
+        check_writable(out, folder=True)
+    else:
+        check_output(out, RUN_KIND, overwrite)
+
+
+@contextlib.contextmanager
+def run_folder(
+    out: str | Path,
+    settings: Mapping[str, Any],
+    *,
+    state: Iterable[str] = ("checkpoints",),
+    may_change: Iterable[str] = (),
+    overwrite: bool = False,
+) -> Iterator[Path]:
+    """Hold ``out`` for a run with ``settings``: checked, locked and recorded
+    (:func:`start_run`); yields ``out``.
+
+    An exception inside marks the run ``failed`` (it resumes when rerun) and an
+    :class:`OSError` (a full disk, a read-only folder) names ``out``. The lock is released
+    on the way out. On DDP ranks other than 0 it only yields.
+    """
+    out = Path(out)
+    if rank_zero_only.rank != 0:
+        yield out
+        return
+    check_run_folder(out, overwrite)
+    out.mkdir(parents=True, exist_ok=True)
+    with _locked(out):
+        start_run(out, settings, state=state, may_change=may_change, overwrite=overwrite)
+        try:
+            yield out
+        except BaseException as err:
+            _mark_failed(out)
+            if isinstance(err, OSError) and err.filename is None:
+                problem = f"{err.strerror or err} (run marked failed; rerun to resume)"
+                raise OSError(err.errno, problem, str(out)) from err
+            raise
 
 
 def start_run(
@@ -38,21 +101,33 @@ def start_run(
 ) -> None:
     """Check that a run with ``settings`` may start or resume in ``out``; record it there.
 
-    ``state`` names what the run keeps to resume (relative to ``out``): with ``overwrite``
-    it is removed, so the run starts from the beginning; without it, state whose settings
+    ``out`` must pass :func:`check_run_folder`. ``state`` names what the run keeps to resume
+    (relative to ``out``): with ``overwrite`` it is removed if a run wrote it (``out`` holds
+    a run file), so the run starts from the beginning; without it, state whose settings
     differ from ``settings`` (or are unknown) is refused with an :class:`InputError`.
     ``may_change`` are the (dotted) keys of the limits a resumed run may change, such as a
     step count or a time budget: a rerun with a larger limit goes on from its checkpoint.
+    Prefer :func:`run_folder`, which also locks ``out``.
     """
+    check_run_folder(out, overwrite)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob(".*.tmp"):
-        remove_path(stale)
     settings = json.loads(json.dumps(settings, default=str))
     stored = read_run(out)
-    state = [out / name for name in state]
+    state = list(state)
+    found = [name for name in state if (out / name).exists()]
+    if stored is None and found:
+        raise InputError(
+            f"holds {', '.join(found)} but no {RUN_FILE}, so no ctxsent run wrote them here; "
+            "move them away or use another output folder",
+            path=out,
+        )
+    if stored is not None:
+        for name in [RUN_FILE, *state]:
+            for stale in out.glob(f".{glob.escape(name)}.*.tmp"):
+                remove_path(stale)  # left by a killed write of the run's own state
     if overwrite:
-        for path in state:
-            remove_path(path)
+        for name in found:
+            remove_path(out / name)
     elif stored is not None:
         changed = _differences(stored.get("settings", {}), settings, set(may_change))
         if changed:
@@ -61,22 +136,65 @@ def start_run(
                 "(overwrite=True) to start it again, or use another output folder",
                 path=out / RUN_FILE,
             )
-    elif any(path.exists() for path in state):
-        raise InputError(
-            f"holds training state but no {RUN_FILE}, so its settings are unknown; pass "
-            "--overwrite (overwrite=True) to start again, or use another output folder",
-            path=out,
-        )
+        _check_checkpoints(out / "checkpoints")
     _write_run(out, "running", settings)
+
+
+def _check_checkpoints(folder: Path) -> None:
+    """An :class:`InputError` for a checkpoint a resume would fail to read: torch writes
+    zip archives, whose index sits at their end, so a truncated one has none."""
+    for checkpoint in sorted(folder.glob("*.ckpt")):
+        if checkpoint.is_file() and not zipfile.is_zipfile(checkpoint):
+            raise InputError(
+                "is not a complete checkpoint (truncated: a full disk, a killed copy?); "
+                "remove it to resume from an earlier one, or pass --overwrite to start again",
+                path=checkpoint,
+            )
+
+
+@contextlib.contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    """Hold ``OUT/run.lock`` (an advisory lock the system drops when the process ends)."""
+    with open(out / LOCK_FILE, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(
+                f"is in use by another run (it holds {LOCK_FILE}); wait for it to end or use "
+                "another output folder",
+                path=out,
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _mark_failed(out: Path) -> None:
+    """Rewrite ``OUT/run.json`` as failed; in place when a full disk refuses a new file."""
+    try:
+        stored = read_run(out) or {}
+    except InputError:
+        stored = {}
+    record = json.dumps({"status": "failed", "settings": stored.get("settings", {})}, indent=2)
+    try:
+        with atomic_write(out / RUN_FILE) as handle:
+            handle.write(record)
+    except OSError:
+        with contextlib.suppress(OSError), open(out / RUN_FILE, "w", encoding="utf-8") as handle:
+            handle.write(record)
 
 
 def finish_run(out: Path, report: dict, model: str = "model") -> None:
     """Mark the run in ``out`` finished: call it after everything else is written.
 
-    The model card of ``OUT/{model}`` gets the run's ``report`` first
-    (:func:`~ctxsent.saving.write_model_card`).
+    The model card of ``OUT/{model}``, when the run saved one, gets the run's ``report``
+    first (:func:`~ctxsent.saving.write_model_card`), and loses its
+    :data:`~ctxsent.saving.RUN_STAMP`.
     """
-    write_model_card(out / model, report)
+    if (out / model).is_dir():
+        write_model_card(out / model, report)
+        (out / model / RUN_STAMP).unlink(missing_ok=True)
     stored = read_run(out) or {}
     _write_run(out, "finished", stored.get("settings", {}))
 

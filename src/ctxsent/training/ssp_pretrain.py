@@ -47,7 +47,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import lightning as L
-from lightning.fabric.utilities.rank_zero import rank_zero_only
 from lightning.pytorch.callbacks import Callback
 from torch.utils.data import DataLoader
 
@@ -63,7 +62,7 @@ from ctxsent.objectives.electra import ElectraObjective, new_discriminator
 from ctxsent.objectives.ssp_data import TOKENIZER_DIR, example_lengths, load_ssp_dataset, ssp_batch
 from ctxsent.objectives.ssp_objective import SspObjective
 from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation, train_objective
-from ctxsent.training.runs import finish_run, start_run
+from ctxsent.training.runs import check_run_folder, finish_run, run_folder
 from ctxsent.training.sampling import StreamBatches
 from ctxsent.training.settings import warn_uneven_accumulation
 from ctxsent.training.ssp_presets import ELECTRA_SCRATCH, SspPretrainConfig
@@ -156,6 +155,7 @@ def pretrain_ssp(
 
     config = config or SspPretrainConfig()
     data, out_dir = Path(data), Path(out_dir)
+    check_run_folder(out_dir, overwrite)
     dataset, summary = load_ssp_dataset(data)
     if config.objective is not None and summary["config"]["objective"] != config.objective:
         raise InputError(
@@ -185,70 +185,70 @@ def pretrain_ssp(
     model = {"kind": ranker.kind, **asdict(ranker.config)} if ranker is not None else None
     kind = ranker.kind if ranker is not None else _new_ranker_kind(config)
     check_output(out_dir / "model", kind, overwrite)
-    if rank_zero_only.rank == 0:
-        data_identity = {"examples": summary["examples"], **summary["config"]}
-        settings = {"train": asdict(config), "model": model, "data": data_identity}
-        start_run(out_dir, settings, state=RUN_STATE, overwrite=overwrite)
-    tokenizer = AutoTokenizer.from_pretrained(data / TOKENIZER_DIR)
-    L.seed_everything(config.seed, verbose=False)  # new weights depend on the seed only
-    if ranker is None:
-        ranker = _new_ranker(config, tokenizer)
-    ranker.with_context(True)
-    _check_tokenizer(tokenizer, ranker.tokenizer, data)
-    electra = None
-    if config.electra is not None:
-        electra = ElectraObjective(ranker.model, config.electra.generator_fraction)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    data_identity = {"examples": summary["examples"], **summary["config"]}
+    settings = {"train": asdict(config), "model": model, "data": data_identity}
+    with run_folder(out_dir, settings, state=RUN_STATE, overwrite=overwrite):
+        tokenizer = AutoTokenizer.from_pretrained(data / TOKENIZER_DIR)
+        L.seed_everything(config.seed, verbose=False)  # new weights depend on the seed only
+        if ranker is None:
+            ranker = _new_ranker(config, tokenizer)
+        ranker.with_context(True)
+        _check_tokenizer(tokenizer, ranker.tokenizer, data)
+        electra = None
+        if config.electra is not None:
+            electra = ElectraObjective(ranker.model, config.electra.generator_fraction)
+        out_dir.mkdir(parents=True, exist_ok=True)
 
-    warn_uneven_accumulation(config.batch_size, config.accumulate, "examples")
-    batches = StreamBatches(
-        len(dataset),
-        config.batch_size,
-        config.seed,
-        config.max_steps,
-        lengths=lengths,
-        accumulate=config.accumulate,
-    )
-    pad_id = ranker.tokenizer.pad_token_id
+        warn_uneven_accumulation(config.batch_size, config.accumulate, "examples")
 
-    loader = DataLoader(
-        range(len(dataset)),
-        batch_sampler=batches,
-        collate_fn=lambda indices: ssp_batch(dataset, indices, pad_id),
-    )
-    model_dir = out_dir / "model"
-    evaluation = pretraining_evaluation(
-        config, evaluator, ranker, out_dir, lambda: ranker.save_pretrained(model_dir)
-    )
-    trained = train_objective(
-        ssp_objective(ranker, config, electra),
-        loader,
-        out_dir,
-        config,
-        optimizer_settings(ranker, config),
-        seed=config.seed,
-        max_steps=config.max_steps,
-        max_grad_norm=config.max_grad_norm,
-        checkpoint_every=config.checkpoint_every,
-        evaluation=evaluation,
-        callbacks=[*([] if evaluation else [SaveModel(ranker, model_dir)]), *(callbacks or ())],
-        log_every_n_steps=min(50, config.checkpoint_every),
-    )
-    if config.eval == "heldout" and trained.steps == config.max_steps:
-        heldout = indices  # the same examples: no second pass over the batch stream
-    else:
-        heldout = heldout_after(trained.steps)
-    result = {
-        "steps": trained.steps,
-        "final": {"loss" if k == "train_loss" else k: v for k, v in trained.metrics.items()},
-        "heldout": ssp_heldout_metrics(ranker, dataset, heldout) if heldout else None,
-        "best": trained.best or None,
-        "data": str(data),
-        "data_summary": {k: summary[k] for k in ("examples", "positives", "by_objective")},
-        "config": asdict(config),
-    }
-    if trained.is_global_zero:  # every rank wrote it once: a race on pretrain.json
-        with atomic_write(out_dir / "pretrain.json") as handle:
-            json.dump(result, handle, indent=2)
-        finish_run(out_dir, result)
-    return result
+        batches = StreamBatches(
+            len(dataset),
+            config.batch_size,
+            config.seed,
+            config.max_steps,
+            lengths=lengths,
+            accumulate=config.accumulate,
+        )
+        pad_id = ranker.tokenizer.pad_token_id
+
+        loader = DataLoader(
+            range(len(dataset)),
+            batch_sampler=batches,
+            collate_fn=lambda indices: ssp_batch(dataset, indices, pad_id),
+        )
+        model_dir = out_dir / "model"
+        evaluation = pretraining_evaluation(
+            config, evaluator, ranker, out_dir, lambda: ranker.save_pretrained(model_dir)
+        )
+        trained = train_objective(
+            ssp_objective(ranker, config, electra),
+            loader,
+            out_dir,
+            config,
+            optimizer_settings(ranker, config),
+            seed=config.seed,
+            max_steps=config.max_steps,
+            max_grad_norm=config.max_grad_norm,
+            checkpoint_every=config.checkpoint_every,
+            evaluation=evaluation,
+            callbacks=[*([] if evaluation else [SaveModel(ranker, model_dir)]), *(callbacks or ())],
+            log_every_n_steps=min(50, config.checkpoint_every),
+        )
+        if config.eval == "heldout" and trained.steps == config.max_steps:
+            heldout = indices  # the same examples: no second pass over the batch stream
+        else:
+            heldout = heldout_after(trained.steps)
+        result = {
+            "steps": trained.steps,
+            "final": {"loss" if k == "train_loss" else k: v for k, v in trained.metrics.items()},
+            "heldout": ssp_heldout_metrics(ranker, dataset, heldout) if heldout else None,
+            "best": trained.best or None,
+            "data": str(data),
+            "data_summary": {k: summary[k] for k in ("examples", "positives", "by_objective")},
+            "config": asdict(config),
+        }
+        if trained.is_global_zero:  # every rank wrote it once: a race on pretrain.json
+            with atomic_write(out_dir / "pretrain.json") as handle:
+                json.dump(result, handle, indent=2)
+            finish_run(out_dir, result)
+        return result
