@@ -1,3 +1,5 @@
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -11,6 +13,7 @@ from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.pipeline import PipelineRanker
 from ctxsent.models.pooling import masked_max, masked_mean
 from ctxsent.tasks.as2_records import As2Record
+from synthetic import spread_attention
 
 
 def test_cpu_bf16_override_decides_what_auto_means(monkeypatch):
@@ -29,11 +32,11 @@ def test_cpu_bf16_override_refuses_other_values(monkeypatch):
 
 
 def _records(count: int) -> list[As2Record]:
-    """``count`` distinct candidates for four questions (random words, fixed seed)."""
-    words = np.random.default_rng(3).choice(WORDS, size=(count, 6))
+    """``count`` distinct candidates for four questions (all different word sequences)."""
+    sequences = itertools.islice(itertools.permutations(WORDS, 4), count)
     return [
-        As2Record(f"q{i % 4}", f"what is the {WORDS[i % 4]}?", " ".join(row), i % 2)
-        for i, row in enumerate(words)
+        As2Record(f"q{i % 4}", f"what is the {WORDS[i % 4]}?", " ".join(words), i % 2)
+        for i, words in enumerate(sequences)
     ]
 
 
@@ -49,19 +52,25 @@ def _distinct(scores: np.ndarray) -> int:
 
 @pytest.mark.parametrize("kind", ["cross-encoder", "cascade"])
 def test_bf16_scores_keep_fp32_resolution(kind, tiny_bert, tiny_bert6):
-    """Layers in bf16, heads in fp32: no two candidates that fp32 tells apart tie in bf16 (a
-    logit rounded to bf16 keeps 8 bits of mantissa, and ties rank pessimistically)."""
-    records = _records(300)
+    """Layers in bf16, heads in fp32: 100 candidates whose scores differ in fp32 do not tie in
+    bf16. Rounded to bf16 (8 bits of mantissa) their logits, spread over about one unit, would
+    fall into ~150 values and tie by the dozen; in fp32 a chance tie has odds of ~1e-4, and
+    one is allowed."""
+    records = _records(100)
+    torch.manual_seed(0)
     if kind == "cascade":
         ranker = CascadeRanker.from_backbone(str(tiny_bert6), max_length=32)
     else:
         ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
+        with torch.no_grad():
+            ranker.model.classifier.weight.mul_(100)  # logits over about one unit
+    spread_attention(ranker.model.base_model)
     ranker.precision = "fp32"
     fp32 = ranker.predict(records)
     ranker.precision = "bf16"
     bf16 = ranker.predict(records)
-    assert _distinct(fp32) == len(records)
-    assert _distinct(bf16) == _distinct(fp32)
+    assert _distinct(fp32) >= len(records) - 1
+    assert _distinct(bf16) >= len(records) - 1
 
 
 @pytest.mark.parametrize("pool", [masked_mean, masked_max])
