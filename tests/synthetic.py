@@ -139,3 +139,14 @@ def script_evaluations(monkeypatch, module, values, probe: str) -> list[Scripted
 
     monkeypatch.setattr(module, "evaluator_from_spec", scripted)
     return made
+
+
+def run_steps(steps):
+    """Drain a ``predict_steps`` generator: the cost each step yielded, and the scores it
+    returned."""
+    costs = []
+    while True:
+        try:
+            costs.append(next(steps))
+        except StopIteration as stop:
+            return costs, stop.value

@@ -5,6 +5,7 @@ from ctxsent.errors import ModelFolderError
 from ctxsent.models.baseline_rankers import BM25Ranker
 from ctxsent.resolver import load_ranker
 from ctxsent.tasks.as2_records import As2Record
+from synthetic import run_steps
 
 
 def test_bm25_prefers_candidates_sharing_rare_question_words():
@@ -26,13 +27,7 @@ def test_bm25_in_steps_tokenises_pieces_of_bounded_characters_with_the_same_scor
                   " ".join(words[(i * j) % 9] for j in range(i % 9)), 0)
         for i in range(40)
     ]  # fmt: skip
-    steps, costs = BM25Ranker().predict_steps(records, max_chars=60), []
-    while True:
-        try:
-            costs.append(next(steps))
-        except StopIteration as stop:
-            scores = stop.value
-            break
+    costs, scores = run_steps(BM25Ranker().predict_steps(records, max_chars=60))
     assert len(costs) > 3 and max(costs) <= 60
     np.testing.assert_array_equal(scores, BM25Ranker().predict(records))
 

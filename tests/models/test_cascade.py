@@ -8,7 +8,7 @@ from ctxsent.models.cascade import CascadeRanker, default_exits
 from ctxsent.models.segments import encode_segments, pad_batch
 from ctxsent.models.staged import resolve_alphas
 from ctxsent.tasks.as2_records import As2Record
-from synthetic import make_records
+from synthetic import make_records, run_steps
 
 
 def full_pass_logits(ranker: CascadeRanker, records: list[As2Record]) -> np.ndarray:
@@ -36,13 +36,7 @@ def test_steps_are_passes_bounded_by_characters_with_the_scores_of_predict(casca
     records = make_records()
     chars = max(r.characters for r in records) * 2
     steps = cascade.predict_steps(records, batch_size=7, alpha=0.3, max_chars=chars)
-    costs = []
-    while True:
-        try:
-            costs.append(next(steps))
-        except StopIteration as stop:
-            scores = stop.value
-            break
+    costs, scores = run_steps(steps)
     expected = cascade.predict(records, batch_size=7, alpha=0.3)  # other passes: padding
     np.testing.assert_allclose(scores, expected, atol=1e-6)
     assert len(costs) > len(cascade.config.exits) and max(costs) <= chars

@@ -113,32 +113,20 @@ def test_requests_that_cannot_be_split_run_whole(grouping):
     assert list(range(100, 125)) in [items for _, items in model.calls]
 
 
-def test_a_small_request_waits_for_one_chunk_of_a_large_one_not_all_of_it():
-    """A 6-item request is split into chunks of 2; a 1-item request that arrives while the
-    first chunk runs is computed right after it, not after the whole large request."""
+@pytest.mark.parametrize(
+    "options",
+    [
+        # a 6-item request split into chunks of 2 by items
+        {"max_batch": 2},
+        # the rest of the large request fits in max_batch but not in one chunk's cost
+        {"max_batch": 10, "cost": lambda x: 1, "max_chunk_cost": 2},
+    ],
+)
+def test_a_small_request_waits_for_one_chunk_of_a_large_one_not_all_of_it(options):
+    """A 1-item request that arrives while a 6-item request's first chunk runs is computed
+    right after that chunk, in a call of its own, not after the whole large request."""
     model = Gate()
-    batcher = MicroBatcher(model, max_batch=2, max_wait_ms=20)
-
-    async def main():
-        large = asyncio.create_task(batcher.submit("k", list(range(100, 106))))
-        await asyncio.to_thread(model.started.wait, 120)
-        small = asyncio.create_task(batcher.submit("k", [1]))
-        await until(lambda: batcher.waiting == 1)
-        model.release.set()
-        results = await asyncio.gather(large, small)
-        await batcher.close()
-        return results
-
-    large, small = asyncio.run(main())
-    assert large == [2 * x for x in range(100, 106)] and small == [2]
-    assert model.calls == [[100, 101], [1], [102, 103], [104, 105]]
-
-
-def test_a_small_request_never_shares_a_call_with_more_than_one_chunk_of_another():
-    """The rest of the large request fits in ``max_batch`` but not in one chunk's cost: the
-    small request's call holds the small request only."""
-    model = Gate()
-    batcher = MicroBatcher(model, max_batch=10, max_wait_ms=20, cost=lambda x: 1, max_chunk_cost=2)
+    batcher = MicroBatcher(model, max_wait_ms=20, **options)
 
     async def main():
         large = asyncio.create_task(batcher.submit("k", list(range(100, 106))))
