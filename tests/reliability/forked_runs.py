@@ -15,9 +15,29 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def _own_progress_bar_lock() -> None:
+    """Give this forked child tqdm write locks of its own. tqdm's lock includes a
+    multiprocessing lock inherited from the parent, which every progress bar takes when it is
+    made (shown or not): a child killed while holding it would leave the test process
+    waiting on it forever."""
+    import threading
+
+    from tqdm.std import TqdmDefaultWriteLock, tqdm
+
+    TqdmDefaultWriteLock.th_lock = threading.RLock()
+    TqdmDefaultWriteLock.mp_lock = None  # the next lock holds the thread lock only
+    classes = [tqdm]
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        if "_lock" in vars(cls):
+            del cls._lock
+
+
 def _quietly_on_one_thread(target: Callable, args: tuple) -> None:
     import torch
 
+    _own_progress_bar_lock()
     torch.set_num_threads(1)
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)
