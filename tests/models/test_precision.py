@@ -106,3 +106,9 @@ def test_set_precision_gives_every_pipeline_stage_the_choice(tiny_bert):
         precision.set_precision(BM25Ranker(), "bf16")
     with pytest.raises(InputError, match="must be one of"):
         precision.set_precision(reranker, "fp64")
+
+
+def test_int8_is_refused_where_it_would_silently_run_fp32(tiny_bert):
+    encoder = precision.set_precision(BiEncoderRanker.from_backbone(str(tiny_bert)), "int8")
+    with pytest.raises(InputError, match="precision.*int8 is for cross-encoders"):
+        encoder.encode(["a lighthouse"])

@@ -37,6 +37,7 @@ from ctxsent.errors import InputError, check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE, check_max_length, resolve_backbone
 from ctxsent.models.inference import inference
 from ctxsent.models.pooling import masked_mean
+from ctxsent.models.precision import resolve_precision
 from ctxsent.models.ranker_base import As2Ranker, cosine_scores
 from ctxsent.models.transformer_ranker import load_folder
 from ctxsent.protocols import encode_inputs
@@ -146,6 +147,11 @@ class BiEncoder(nn.Module):
         not change the embeddings (:func:`~ctxsent.protocols.encode_inputs`).
         """
         texts, show_progress = encode_inputs(texts, options, show_progress)
+        if resolve_precision(self.precision, self.device) == "int8":
+            raise InputError(
+                "a bi-encoder infers in fp32, bf16 or fp16; int8 is for cross-encoders",
+                field="precision",
+            )
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         with inference(self, self.device, self.precision, len(texts), show_progress) as progress:
             for rows in length_sorted_chunks(texts, batch_size):
