@@ -321,3 +321,4 @@ def test_eval_rank_and_serve_take_the_inference_precision(as2_file, tiny_bert, t
     assert ranked.exit_code == 0 and len(json.loads(ranked.stdout)) == 3
     serve_help = run_cli("serve", "--help").stdout
     assert "--precision" in serve_help and "--accelerator" in serve_help
+    assert "/rerank" in serve_help

@@ -70,7 +70,8 @@ def serve(
         typer.Option(help="uvicorn's log level"),
     ] = "info",
 ) -> None:
-    """Serve a ranker over HTTP: POST /rank, POST /encode, GET /health; docs at /docs."""
+    """Serve a ranker over HTTP: POST /rank, POST /rerank (Cohere/Jina shape), POST /encode,
+    GET /health; docs at /docs."""
     import uvicorn
 
     from ctxsent.serving.app import BatchConfig, create_app
