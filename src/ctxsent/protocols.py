@@ -8,7 +8,7 @@ export dispatch on them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -117,6 +117,18 @@ class StagedRanker(Ranker, Protocol):
 
     @property
     def num_stages(self) -> int: ...
+
+
+@runtime_checkable
+class SteppedRanker(Ranker, Protocol):
+    """A ranker that scores a call in steps, for a service that interleaves requests
+    (:mod:`ctxsent.serving.batching`): ``predict_steps(records, batch_size, max_chars=...,
+    **options)`` yields each step's cost (characters) and returns the scores; a step holds
+    at most ``max_chars`` characters of input (one record at least)."""
+
+    def predict_steps(
+        self, records: Sequence[Any], batch_size: int = 64, **kwargs: Any
+    ) -> Iterator[float]: ...
 
 
 @runtime_checkable

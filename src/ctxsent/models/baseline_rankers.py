@@ -17,7 +17,7 @@ from collections.abc import Generator, Iterator, Sequence
 import numpy as np
 
 from ctxsent.models.ranker_base import As2Ranker
-from ctxsent.models.staged import finish
+from ctxsent.models.staged import finish, pieces
 from ctxsent.tasks.as2_records import As2Record
 
 
@@ -74,21 +74,19 @@ class BM25Ranker(As2Ranker):
         return finish(self.predict_steps(records))
 
     def predict_steps(
-        self, records: Sequence[As2Record], max_chars: float = math.inf
+        self, records: Sequence[As2Record], batch_size: int = 64, max_chars: float = math.inf
     ) -> Generator[float, None, np.ndarray]:
         """:meth:`predict` in steps for a service that interleaves requests: the candidates
         are tokenised in pieces of at most ``max_chars`` characters (one candidate at least),
-        each yielding its characters; indexing and scoring follow in one last step."""
+        each yielding its characters; indexing and scoring follow in one last step
+        (``batch_size`` is unused: BM25 has no forward pass)."""
         texts = list(dict.fromkeys(r.candidate for r in records))
         position = {text: i for i, text in enumerate(texts)}
+        lengths = [len(text) for text in texts]
         terms: list[list[str]] = []
-        while len(terms) < len(texts):
-            start, size = len(terms), 0
-            stop = start
-            while stop < len(texts) and (stop == start or size + len(texts[stop]) <= max_chars):
-                size, stop = size + len(texts[stop]), stop + 1
-            terms += tokens(texts[start:stop])
-            yield size
+        for rows in pieces(np.arange(len(texts)), lengths, len(texts), max_chars):
+            terms += tokens([texts[i] for i in rows])
+            yield sum(lengths[i] for i in rows)
         index = Bm25Index(terms, self.k1, self.b)
         scores = np.empty(len(records), dtype=np.float32)
         rows_by_question: dict[str, list[int]] = {}

@@ -30,7 +30,7 @@ by the exit they left at (later first) and their partial score.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +47,7 @@ from ctxsent.models.staged import (
     CascadeCost,
     exit_costs,
     finish,
+    pieces,
     pruning_steps,
     question_index,
     resolve_alphas,
@@ -294,7 +295,7 @@ class CascadeRanker(TransformerRanker):
         chars = [record.characters for record in records]
         exits, depth = self.config.exits, self.model.config.num_hidden_layers
         encoded: list = []
-        for rows in _passes(np.arange(len(records)), chars, len(records), max_chars):
+        for rows in pieces(np.arange(len(records)), chars, len(records), max_chars):
             piece = [records[i] for i in rows]
             encoded += encode_segments(self.tokenizer, self.segments(piece), self.config.max_length)
             yield sum(chars[i] for i in rows) / depth  # tokenising costs less than a layer
@@ -306,7 +307,7 @@ class CascadeRanker(TransformerRanker):
                 del states[row]
             logits = np.empty(len(active))
             order = active[np.argsort([-len(encoded[i][0]) for i in active], kind="stable")]
-            for rows in _passes(order, [chars[i] for i in order], batch_size, max_chars):
+            for rows in pieces(order, [chars[i] for i in order], batch_size, max_chars):
                 with self.inference(len(rows)):
                     batch = pad_batch([encoded[i] for i in rows], pad)
                     batch = {k: v.to(device) for k, v in batch.items()}
@@ -335,20 +336,6 @@ class CascadeRanker(TransformerRanker):
                 score_stage,
             )
         )
-
-
-def _passes(
-    order: np.ndarray, chars: list[int], batch_size: int, max_chars: float
-) -> Iterator[np.ndarray]:
-    """``order`` cut into passes of at most ``batch_size`` rows and ``max_chars``
-    characters (one row at least)."""
-    start = 0
-    while start < len(order):
-        stop, total = start + 1, chars[start]
-        while stop < min(len(order), start + batch_size) and total + chars[stop] <= max_chars:
-            total, stop = total + chars[stop], stop + 1
-        yield order[start:stop]
-        start = stop
 
 
 def _question_packs(records: Sequence[As2Record], size: int) -> list[np.ndarray]:

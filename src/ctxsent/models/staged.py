@@ -14,7 +14,7 @@ every layer of its deepest stage on every candidate (paper, section 5.5).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -114,6 +114,21 @@ def pruning_steps(
         if index < len(alphas):
             active = survivors(active, logits, question_of[active], alphas[index])
     return scores, counts, evaluations
+
+
+def pieces(
+    order: np.ndarray, chars: Sequence[int], max_items: int, max_chars: float
+) -> Iterator[np.ndarray]:
+    """``order`` cut into consecutive pieces of at most ``max_items`` rows and ``max_chars``
+    characters (``chars[i]`` of ``order[i]``; one row at least): the steps of a
+    ``predict_steps`` (a cascade's forward passes, BM25's tokenisation)."""
+    start = 0
+    while start < len(order):
+        stop, total = start + 1, chars[start]
+        while stop < min(len(order), start + max_items) and total + chars[stop] <= max_chars:
+            total, stop = total + chars[stop], stop + 1
+        yield order[start:stop]
+        start = stop
 
 
 def finish(steps: Generator[Any, None, T]) -> T:

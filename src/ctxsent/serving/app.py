@@ -39,10 +39,8 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 
 from ctxsent.errors import InputError
-from ctxsent.models.baseline_rankers import BM25Ranker
-from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.ranker_base import document_candidates, question_records, ranking
-from ctxsent.protocols import Encoder, Ranker, StagedRanker
+from ctxsent.protocols import Encoder, Ranker, StagedRanker, SteppedRanker
 from ctxsent.serving.batching import Grouping, MicroBatcher
 from ctxsent.serving.limits import (
     RequestTimeout,
@@ -168,13 +166,12 @@ class ModelRunner:
         task, option = key
         if task == "encode":
             return self.embed(list(items), normalize=option)
-        if isinstance(self.model, CascadeRanker):  # in steps: requests take turns
-            return self.model.predict_steps(items, self.batch_size, option, self.chunk_chars)
-        if isinstance(self.model, BM25Ranker):
-            return self.model.predict_steps(items, self.chunk_chars)
-        if self.staged:
-            return self.model.predict(items, self.batch_size, alpha=option)
-        return self.model.predict(items, self.batch_size)
+        options = {"alpha": option} if self.staged else {}
+        if isinstance(self.model, SteppedRanker):  # in steps: requests take turns
+            return self.model.predict_steps(
+                items, self.batch_size, max_chars=self.chunk_chars, **options
+            )
+        return self.model.predict(items, self.batch_size, **options)
 
     def embed(self, texts: list[str], normalize: bool) -> np.ndarray:
         """The encoder's raw embeddings of ``texts``, L2-normalised here when ``normalize``."""

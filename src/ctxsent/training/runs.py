@@ -176,11 +176,10 @@ def _mark_failed(out: Path) -> None:
         stored = read_run(out) or {}
     except InputError:
         stored = {}
-    record = json.dumps({"status": "failed", "settings": stored.get("settings", {})}, indent=2)
     try:
-        with atomic_write(out / RUN_FILE) as handle:
-            handle.write(record)
+        _write_run(out, "failed", stored.get("settings", {}))
     except OSError:
+        record = _run_record("failed", stored.get("settings", {}))
         with contextlib.suppress(OSError), open(out / RUN_FILE, "w", encoding="utf-8") as handle:
             handle.write(record)
 
@@ -207,9 +206,13 @@ def records_digest(records: Iterable[Any]) -> str:
     return digest.hexdigest()[:16]
 
 
+def _run_record(status: str, settings: dict) -> str:
+    return json.dumps({"status": status, "settings": settings}, indent=2)
+
+
 def _write_run(out: Path, status: str, settings: dict) -> None:
     with atomic_write(out / RUN_FILE) as handle:
-        json.dump({"status": status, "settings": settings}, handle, indent=2)
+        handle.write(_run_record(status, settings))
 
 
 def _differences(stored: dict, current: dict, may_change: set[str], prefix: str = "") -> list:
