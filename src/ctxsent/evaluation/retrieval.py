@@ -154,8 +154,7 @@ class CrossThoughtScorer(DenseScorer):
             return None
         embeddings = self.model.encode_special(list(questions), self.batch_size)
         with torch.inference_mode():
-            queries = self.model.attention_vectors(embeddings, "query")
-            return (queries * self.model.attention_vectors(embeddings, "key")).sum(-1).numpy()
+            return self.model.self_attention_logits(embeddings).numpy()
 
 
 class CosineScorer(DenseScorer):

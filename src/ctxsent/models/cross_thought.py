@@ -320,6 +320,13 @@ class CrossThoughtModel(nn.Module):
             alphas.append(alpha_n)
         return torch.stack(outputs, dim=2), torch.stack(alphas, dim=1)
 
+    def self_attention_logits(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """Each sequence's first-layer attention logit on itself, per head of every
+        cross-sequence Transformer: ``(B, N * heads)`` from ``(B, N, d)`` (the ``alpha[0][0]``
+        term of Eq. 7's softmax for a question)."""
+        keys = self.attention_vectors(embeddings, "key")
+        return (self.attention_vectors(embeddings, "query") * keys).sum(-1)
+
     def attention_vectors(self, embeddings: torch.Tensor, role: str) -> torch.Tensor:
         """Per-head query or key vectors of each cross-sequence Transformer's first layer.
 
@@ -513,8 +520,7 @@ def selection_log_probs(
         q = nn.functional.normalize(queries.flatten(1), dim=-1)
         cosine = q @ nn.functional.normalize(candidates.flatten(1), dim=-1).T
         return (cosine / COSINE_TEMPERATURE).log_softmax(dim=-1)
-    q = model.attention_vectors(queries, "query")
-    own = (q * model.attention_vectors(queries, "key")).sum(-1)  # (Q, N * heads)
+    own = model.self_attention_logits(queries)  # (Q, N * heads)
     return candidate_log_weights(model.attention_logits(queries, candidates), own)
 
 
