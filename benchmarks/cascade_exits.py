@@ -34,7 +34,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    records = evaluation_records(args.data, args.split, clean_questions=True)
+    records, _ = evaluation_records(args.data, args.split, clean_questions=True)
     records = first_questions(records, args.questions, skip=args.skip)
     question_ids, labels = [r.question_id for r in records], [r.label for r in records]
     for path in args.models:

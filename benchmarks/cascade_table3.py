@@ -141,7 +141,7 @@ def main() -> None:
         return
     torch.set_num_threads(args.threads)
 
-    records = evaluation_records(args.data, args.split, clean_questions=True)
+    records, _ = evaluation_records(args.data, args.split, clean_questions=True)
     if args.questions:
         records = first_questions(records, args.questions)
     elif args.sample_questions:

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ctxsent.cli import app
+from ctxsent.errors import InputError
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from ctxsent.tasks.as2_records import As2Record
 from synthetic import synthetic_as2
@@ -39,12 +40,31 @@ def as2_file(tmp_path):
 
 
 def test_eval_as2_prints_one_json_object_with_the_metrics(as2_file):
+    """... which is what :func:`evaluate_as2_data` returns; the questions left out by
+    ``--clean`` are counted, with why, in the JSON and on stderr; a split of a file is refused
+    in the CLI and in Python alike."""
+    from ctxsent.evaluation.as2_evaluation import evaluate_as2_data
+
     result = run_cli("eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
+    timing = {"seconds", "pairs_per_second"}
+    python = evaluate_as2_data("bm25", f"jsonl:{as2_file}")
+    assert {k: v for k, v in report.items() if k not in timing} == {
+        k: v for k, v in python.items() if k not in timing
+    }
     assert report["questions"] == 2 and report["pairs"] == 4  # q3 dropped by --clean
+    assert report["dropped"] == {"questions": 1, "no_positive": 1, "only_positives": 0}
+    assert result.stderr == (
+        "dropped 1 question(s) without both labels (1 no positive, 0 only positives); "
+        "--all keeps them\n"
+    )
     assert report["map"] == report["p@1"] == report["mrr"] == 1.0
     assert {"ndcg@10", "hits@1", "ties"} <= report.keys()
+    split = run_cli("eval", "as2", "--model", "bm25", "--data", str(as2_file), "--split", "dev")
+    assert split.exit_code == 2 and "a split ('dev') selects part of a dataset" in split.stderr
+    with pytest.raises(InputError, match=r"a split \('dev'\) selects part of a dataset"):
+        evaluate_as2_data("bm25", str(as2_file), split="dev")
     unclean = json.loads(
         run_cli("eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}", "--all").stdout
     )
@@ -91,7 +111,7 @@ def test_rank_refuses_a_question_that_is_not_valid_unicode(tmp_path):
     assert (
         done.stderr.decode()
         .strip()
-        .endswith("field 'question': not valid Unicode: unpaired surrogate U+DCFF at character 4")
+        .endswith("--question: not valid Unicode: unpaired surrogate U+DCFF at character 4")
     )
 
 
@@ -172,7 +192,7 @@ def test_eval_as2_against_a_second_model_reports_paired_differences(as2_file, ti
         ),
         (
             ["rank", "--question", " ", "--document", "{tmp}/ok.txt", "--model", "bm25"],
-            "field 'question'",
+            "--question: the question is empty",
         ),
     ],
 )
@@ -244,7 +264,7 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
     full = json.loads(run_cli(*args, "--alpha", "0").stdout)
     assert full["relative_cost"] == 1.0
     wrong = run_cli(*args, "--alpha", "0.1,0.2")
-    assert wrong.exit_code == 2 and "field 'alpha'" in wrong.stderr
+    assert wrong.exit_code == 2 and "error: --alpha: need 1 drop rates" in wrong.stderr
     stray = run_cli("finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x", "--exits", "1")
     assert stray.exit_code == 2 and "--exits applies to --arch cascade" in stray.stderr
     finetune = ["finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x"]
@@ -290,7 +310,7 @@ def test_finetune_a_bi_encoder_with_its_recipe_then_export_it(tmp_path, tiny_ber
         (["--in-batch-negatives"], "--in-batch-negatives applies to --arch bi-encoder only"),
         (["--arch", "bi-encoder", "--contextual"], "embeds each candidate alone"),
         (["--arch", "bi-encoder", "--loss", "pointwise", "--questions-per-batch", "4"],
-         "field 'questions_per_batch'"),
+         "--questions-per-batch: applies to the listwise loss only"),
         (["--arch", "bi-encoder", "--cascade"], "contradicts --arch"),
     ],
 )  # fmt: skip

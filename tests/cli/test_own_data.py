@@ -87,14 +87,14 @@ def test_own_files_are_checked_before_training(tmp_path, tiny_bert):
     pairs = own_file(tmp_path / "pairs.csv", 4, seed=3, labels=False)
     finetune = ["finetune", "as2", "--out", str(tmp_path / "run"), "--init", str(tiny_bert)]
     cases = [
-        (["--train", str(train)], "field 'data': expected --data SPEC or --train FILE --dev"),
+        (["--train", str(train)], "error: expected --data SPEC or --train FILE --dev"),
         (["--data", f"jsonl:{train}", "--train", str(train)], "one of the two"),
-        (["--train", str(train), "--dev", str(train)], "field 'dev': 4 question(s) are also in"),
+        (["--train", str(train), "--dev", str(train)], "--dev: 4 question(s) are also in"),
         (
             ["--train", str(train), "--dev", str(unanswered)],
-            "field 'dev': 2 of 4 questions have no positive answer",
+            "--dev: 2 of 4 questions have no positive answer",
         ),
-        (["--train", str(pairs), "--dev", str(train)], "field 'train': every pair is positive"),
+        (["--train", str(pairs), "--dev", str(train)], "--train: every pair is positive"),
         (["--train", str(train), "--dev", str(pairs), "--columns", "label=Label"], "no column"),
     ]
     for args, message in cases:

@@ -12,6 +12,7 @@ from ctxsent.evaluation.cascade_tuning import (
     greedy_search,
     grid_search,
     simulate_cascade,
+    tune_saved_cascade,
 )
 from synthetic import make_records
 
@@ -74,31 +75,47 @@ def test_greedy_reaches_the_budget_and_never_beats_the_grid_optimum(exit_logits,
     assert full.metrics["map"] >= grid_best.metrics["map"] - 0.2
 
 
-def test_cascade_tune_cli_saves_rates_and_plots(cascade, tmp_path):
-    from ctxsent.tasks.as2_jsonl import write_as2_jsonl
+def test_cascade_tune_cli_is_the_library_call(cascade, tmp_path):
+    """``ctxsent cascade tune`` prints what :func:`tune_saved_cascade` returns, stores the
+    same rates in its model, says on stderr which questions it dropped, and refuses a split
+    of a file as ``load_as2`` does."""
+    import pandas as pd
 
-    cascade.save_pretrained(tmp_path / "ct")
-    write_as2_jsonl(make_records(questions=6, candidates=8), tmp_path / "dev.jsonl")
+    for name in ("cli", "python"):
+        cascade.save_pretrained(tmp_path / name)
+    records = make_records(questions=7, candidates=8)
+    records = [r for r in records if r.question_id != "q6" or not r.label]  # no positive
+    data = pd.DataFrame([r.to_dict() for r in records])
+    data.rename(columns={"question": "Query", "candidate": "Passage"}).to_csv(
+        tmp_path / "dev.csv", index=False
+    )
+    args = ["--data", str(tmp_path / "dev.csv"), "--columns", "question=Query,candidate=Passage"]
+    args += ["--budget", "0.7", "--search", "greedy", "--questions", "4", "--accelerator", "cpu"]
     result = CliRunner().invoke(
-        app,
-        [
-            "cascade", "tune", "--model", str(tmp_path / "ct"),
-            "--data", f"jsonl:{tmp_path / 'dev.jsonl'}", "--budget", "0.7", "--search", "greedy",
-            "--questions", "4", "--plot", str(tmp_path / "fig.png"),
-        ],
+        app, ["cascade", "tune", "--model", str(tmp_path / "cli"), *args,
+              "--plot", str(tmp_path / "cli.png")]
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout)
+    report = tune_saved_cascade(
+        tmp_path / "python", str(tmp_path / "dev.csv"), 0.7, search="greedy", questions=4,
+        columns={"question": "Query", "candidate": "Passage"}, accelerator="cpu",
+        plot=tmp_path / "python.png",
+    )  # fmt: skip
+    assert json.loads(result.stdout) == report
     assert report["relative_cost"] <= 0.7 and report["saved"] and report["questions"] == 4
-    saved = json.loads((tmp_path / "ct" / "ctxsent.json").read_text())
-    assert saved["config"]["alphas"] == report["alphas"]
-    assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
+    assert report["dropped"] == {"questions": 1, "no_positive": 1, "only_positives": 0}
+    assert result.stderr.startswith("dropped 1 question(s) without both labels (1 no positive")
+    for name in ("cli", "python"):
+        saved = json.loads((tmp_path / name / "ctxsent.json").read_text())
+        assert saved["config"]["alphas"] == report["alphas"]
+        assert (tmp_path / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    split = CliRunner().invoke(app, ["cascade", "tune", "--model", str(tmp_path / "cli"), *args,
+                                     "--split", "dev"])  # fmt: skip
+    assert split.exit_code == 2 and "a split ('dev') selects part of a dataset" in split.stderr
 
 
 def test_cascade_tune_without_matplotlib_stops_before_any_work(cascade, tmp_path, monkeypatch):
-    import ctxsent.saving
-    import ctxsent.tasks.as2_load
-    from ctxsent.cli import cascade as cascade_commands
+    import ctxsent.evaluation.cascade_tuning as tuning
     from ctxsent.errors import InputError
 
     cascade.save_pretrained(tmp_path / "ct")
@@ -107,14 +124,10 @@ def test_cascade_tune_without_matplotlib_stops_before_any_work(cascade, tmp_path
     def work_started(*args, **kwargs):
         raise AssertionError("the model or the data was loaded")
 
-    monkeypatch.setattr(ctxsent.saving, "load", work_started)
-    monkeypatch.setattr(ctxsent.tasks.as2_load, "evaluation_records", work_started)
+    monkeypatch.setattr(tuning, "load", work_started)
+    monkeypatch.setattr(tuning, "evaluation_records", work_started)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
     with pytest.raises(InputError, match=r"field 'plot'.*matplotlib.*ctxsent\[bench\]"):
-        cascade_commands.tune(
-            model=tmp_path / "ct", data=f"jsonl:{tmp_path / 'dev.jsonl'}", budget=0.7,
-            split="dev", questions=None, metric="map", search="greedy",
-            plot=tmp_path / "fig.png", save=True, batch_size=64,
-        )  # fmt: skip
+        tuning.tune_saved_cascade(tmp_path / "ct", "dev.jsonl", 0.7, plot=tmp_path / "fig.png")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ct"]  # no plot, no temporary file
     assert {p.name: p.read_bytes() for p in (tmp_path / "ct").iterdir()} == before

@@ -237,7 +237,7 @@ def test_a_max_length_beyond_the_backbone_stops_finetune_in_one_line_before_the_
         main()
     error = capsys.readouterr().err.strip()
     assert exited.value.code == 2 and error.count("\n") == 0
-    assert "field 'max_length': must be <= 256" in error
+    assert "--max-length: must be <= 256" in error
     assert not (tmp_path / "run").exists()
 
 

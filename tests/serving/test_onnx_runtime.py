@@ -190,7 +190,9 @@ def test_export_command_quantizes_a_zero_shot_bi_encoder(tiny_bert, tmp_path):
     assert json.loads((out / ONNX_CONFIG).read_text())["quantize"] == "int8"
     assert isinstance(ctxsent.load(out), OnnxBiEncoder)
     with pytest.raises(InputError, match="--quantize applies to --to onnx only"):
-        export_command(f"bi-encoder:{tiny_bert}", tmp_path / "st", "cross-encoder", quantize="int8")
+        export_command(
+            f"bi-encoder:{tiny_bert}", out=tmp_path / "st", to="cross-encoder", quantize="int8"
+        )
     with pytest.raises(InputError, match="quantize must be none or int8"):
         export_onnx(BiEncoderRanker(str(tiny_bert)), tmp_path / "fp16", quantize="fp16")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["int8"]

@@ -50,16 +50,18 @@ from ctxsent.cli import (
     rank,
     serve,
 )
+from ctxsent.cli.options import cli_terms
 from ctxsent.errors import CtxsentError
 
 
-def error_line(err: CtxsentError | OSError) -> str:
-    """``err`` as one line; an OS error names its path first, as toolkit errors do."""
+def error_line(err: CtxsentError | OSError, root: TyperGroup | None = None) -> str:
+    """``err`` as one line; an OS error names its path first, as toolkit errors do; settings
+    are named as the options of ``root``'s commands (:func:`~.options.cli_terms`)."""
     text = str(err)
     if isinstance(err, OSError) and err.filename is not None:
         paths = " -> ".join(str(p) for p in (err.filename, err.filename2) if p is not None)
         text = f"{paths}: {err.strerror or err}"
-    return " ".join(text.split())
+    return " ".join((text if root is None else cli_terms(err, text, root)).split())
 
 
 class OneLineErrors(TyperGroup):
@@ -71,7 +73,7 @@ class OneLineErrors(TyperGroup):
         except BrokenPipeError:
             raise  # click's main quietly ends a command whose reader left (ctxsent ... | head)
         except (CtxsentError, OSError) as err:
-            typer.secho(f"error: {error_line(err)}", err=True, fg="red")
+            typer.secho(f"error: {error_line(err, self)}", err=True, fg="red")
             raise typer.Exit(2) from None
 
 

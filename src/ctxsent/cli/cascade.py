@@ -9,8 +9,18 @@ from typing import Annotated, Literal
 
 import typer
 
-from ctxsent.cli.options import AlphaOption, BatchSizeOption, OverwriteOption, positive
-from ctxsent.errors import InputError
+from ctxsent.cli.options import (
+    AcceleratorOption,
+    AlphaOption,
+    BatchSizeOption,
+    ColumnsOption,
+    DataOption,
+    OverwriteOption,
+    SplitOption,
+    parse_columns,
+    positive,
+    report_dropped,
+)
 
 app = typer.Typer(no_args_is_help=True, help="Cascade Transformer tools.")
 
@@ -18,11 +28,12 @@ app = typer.Typer(no_args_is_help=True, help="Cascade Transformer tools.")
 @app.command("tune")
 def tune(
     model: Annotated[Path, typer.Option(help="a saved cascade folder")],
-    data: Annotated[str, typer.Option(help="NAME:PATH of the tuning set, e.g. wikiqa:DIR")],
+    data: DataOption,
     budget: Annotated[
         float, typer.Option(callback=positive, help="max relative cost (1.0 = monolithic)")
     ],
-    split: Annotated[str, typer.Option(help="split to tune on (choose on dev)")] = "dev",
+    split: SplitOption = None,
+    columns: ColumnsOption = None,
     questions: Annotated[
         int | None,
         typer.Option(min=1, help="tune on N questions drawn at random (seed 0) from a large split"),
@@ -37,40 +48,18 @@ def tune(
     plot: Annotated[Path | None, typer.Option(help="write accuracy vs cost as a PNG")] = None,
     save: Annotated[bool, typer.Option(help="store the chosen rates in the model")] = True,
     batch_size: BatchSizeOption = 64,
+    accelerator: AcceleratorOption = "auto",
 ) -> None:
-    """Choose per-exit drop rates: most accurate on dev within a cost budget."""
-    from ctxsent.evaluation.cascade_tuning import plot_settings, pyplot, tune_cascade
-    from ctxsent.io import check_writable
-    from ctxsent.models.cascade import CascadeRanker
-    from ctxsent.saving import load
-    from ctxsent.tasks.as2_load import evaluation_records
-    from ctxsent.tasks.as2_records import sample_questions
+    """Choose per-exit drop rates: most accurate on dev (a folder's default split) within a
+    cost budget."""
+    from ctxsent.evaluation.cascade_tuning import tune_saved_cascade
 
-    if save:
-        check_writable(model, folder=True)
-    if plot is not None:
-        check_writable(plot, folder=False)
-        pyplot()  # a missing optional dependency stops the run before any work
-    ranker = load(model)
-    if not isinstance(ranker, CascadeRanker):
-        raise InputError("not a cascade model", path=model)
-    records = evaluation_records(data, split, clean_questions=True)
-    if questions is not None:
-        records = sample_questions(records, questions)
-    chosen, settings = tune_cascade(ranker, records, budget, metric, search, batch_size)
-    if save:
-        ranker.config.alphas = list(chosen.alphas)
-        ranker.save_pretrained(model)
-    if plot is not None:
-        plot_settings(settings, chosen, metric, plot)
-    report = {
-        "alphas": list(chosen.alphas),
-        "relative_cost": round(chosen.relative_cost, 4),
-        "dev": chosen.metrics,
-        "questions": len({r.question_id for r in records}),
-        "settings_tried": len(settings),
-        "saved": save,
-    }
+    report = tune_saved_cascade(
+        model, data, budget, split=split, columns=parse_columns(columns), questions=questions,
+        metric=metric, search=search, plot=plot, save=save, batch_size=batch_size,
+        accelerator=accelerator,
+    )  # fmt: skip
+    report_dropped(report["dropped"])
     typer.echo(json.dumps(report, indent=2))
 
 

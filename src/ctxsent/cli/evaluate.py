@@ -16,9 +16,13 @@ from ctxsent.cli.options import (
     AlphaOption,
     BatchSizeOption,
     ColumnsOption,
+    DataOption,
     InferencePrecisionOption,
     ModelOption,
     SeedOption,
+    SplitOption,
+    parse_columns,
+    report_dropped,
 )
 from ctxsent.tasks.senteval import DEFAULT_TASKS
 
@@ -28,10 +32,8 @@ app = typer.Typer(no_args_is_help=True, help="Evaluate rankers and sentence enco
 @app.command("as2")
 def as2(
     model: ModelOption,
-    data: Annotated[
-        str, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, selqa:DIR; or FILE.csv, hf:NAME...")
-    ],
-    split: Annotated[str, typer.Option(help="split of a folder (ignored for a file)")] = "test",
+    data: DataOption,
+    split: SplitOption = None,
     columns: ColumnsOption = None,
     clean_questions: Annotated[
         bool, typer.Option("--clean/--all", help="drop questions without both labels")
@@ -49,30 +51,14 @@ def as2(
     precision: InferencePrecisionOption = "auto",
 ) -> None:
     """Score an AS2 split and print MAP, MRR, P@1, nDCG@10, Hits@k as one JSON object."""
-    from ctxsent.evaluation.as2_evaluation import evaluate_as2
-    from ctxsent.models.precision import effective_precision
-    from ctxsent.models.staged import set_alphas
-    from ctxsent.resolver import load_ranker
-    from ctxsent.tasks.as2_files import parse_columns
-    from ctxsent.tasks.as2_load import evaluation_records
+    from ctxsent.evaluation.as2_evaluation import evaluate_as2_data
 
-    column_names = parse_columns(columns) if columns else None
-    records = evaluation_records(data, split, clean_questions, column_names)
-    ranker = load_ranker(model, precision, accelerator)
-    # a bad folder fails before scoring
-    second = load_ranker(against, precision, accelerator) if against else None
-    set_alphas(ranker, alpha)
-    report = evaluate_as2(ranker, records, second, batch_size, show_progress=sys.stderr.isatty())
-    if second is not None:
-        report["against"] = {"model": against, **report["against"]}
-    report = {
-        "model": model,
-        "data": data,
-        "split": split,
-        "clean": clean_questions,
-        "precision": effective_precision(ranker),
-        **report,
-    }
+    report = evaluate_as2_data(
+        model, data, split=split, columns=parse_columns(columns), clean_questions=clean_questions,
+        against=against, alpha=alpha, batch_size=batch_size, accelerator=accelerator,
+        precision=precision, show_progress=sys.stderr.isatty(),
+    )  # fmt: skip
+    report_dropped(report["dropped"], "; --all keeps them")
     typer.echo(json.dumps(report, indent=2))
 
 

@@ -9,34 +9,33 @@ from typing import Annotated
 
 import typer
 
+from ctxsent.cli.options import ModelArgument, OverwriteOption, one_model
 from ctxsent.export import ExportFormat
 from ctxsent.onnx_runtime import Quantization
 
 
 def export(
+    argument: ModelArgument = None,
     model: Annotated[
-        str,
-        typer.Argument(
+        str | None,
+        typer.Option(
             help="a saved ctxsent model folder (a ranker, or a Cross-Thought model for "
-            "sentence-transformers), or bi-encoder[:BACKBONE] / HF folder"
+            "sentence-transformers), or bi-encoder[:BACKBONE] / HF folder",
+            show_default=False,
         ),
-    ],
-    out: Annotated[Path, typer.Option(help="folder to write")],
+    ] = None,
+    out: Annotated[Path, typer.Option(help="folder to write")] = ...,
     to: Annotated[ExportFormat, typer.Option(help="the format to write")] = "onnx",
-    overwrite: Annotated[
-        bool, typer.Option(help="Replace OUT even if it is not an export in this format.")
-    ] = False,
+    overwrite: OverwriteOption = False,
     quantize: Annotated[
         Quantization,
-        typer.Option(
-            help="--to onnx: int8 weights (onnxruntime dynamic quantisation; smaller, scores "
-            "change slightly)"
-        ),
+        typer.Option(help="--to onnx: int8 weights (dynamic quantisation; scores change slightly)"),
     ] = "none",
 ) -> None:
     """Export a model: an encoder to sentence-transformers, a ranker to a CrossEncoder, a
     cross-encoder or bi-encoder to ONNX."""
     from ctxsent.export import export_model
 
+    model = one_model(argument, model)
     export_model(model, out, to, overwrite, quantize)
     typer.echo(json.dumps({"model": model, "format": to, "out": str(out)}))

@@ -7,20 +7,22 @@ their values (``Literal`` types), so a bad value is a usage error before any wor
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from ctxsent.errors import InputError
 from ctxsent.models.precision import PrecisionName
 from ctxsent.training.settings import Accelerator, Precision, Strategy
 
 OverwriteOption = Annotated[
     bool,
     typer.Option(
-        help="Replace the output even if ctxsent did not write it there; a training run "
-        "starts again instead of resuming (needed when OUT holds a run with other settings)."
+        help="replace OUT even if ctxsent did not write it there; a training run starts "
+        "again instead of resuming"
     ),
 ]
 
@@ -64,6 +66,31 @@ ModelOption = Annotated[
     ),
 ]
 
+ModelArgument = Annotated[
+    str | None,
+    typer.Argument(metavar="MODEL", help="the model, as --model (older form)", show_default=False),
+]
+
+
+def one_model(argument: str | None, option: str | None) -> str:
+    """The model of a command that takes MODEL (the older form) or ``--model``: one of them."""
+    if (argument is None) == (option is None):
+        raise typer.BadParameter("give the model once: --model MODEL", param_hint="'--model'")
+    return argument or option
+
+
+DataOption = Annotated[
+    str, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, selqa:DIR; or FILE.csv, hf:NAME...")
+]
+
+SplitOption = Annotated[
+    str | None,
+    typer.Option(
+        help="split of a folder or dataset, not of a file (default: test; cascade tune: dev)",
+        show_default=False,
+    ),
+]
+
 AlphaOption = Annotated[
     str | None,
     typer.Option(help="cascade drop rate, or one per non-final exit: 0.3 or 0.3,0.3,0.2,0.1"),
@@ -77,6 +104,25 @@ ColumnsOption = Annotated[
         "document_title)"
     ),
 ]
+
+
+def parse_columns(text: str | None) -> dict[str, str] | None:
+    """``--columns``' mapping (:func:`ctxsent.tasks.as2_files.parse_columns`)."""
+    from ctxsent.tasks.as2_files import parse_columns
+
+    return parse_columns(text) if text else None
+
+
+def report_dropped(dropped: dict[str, int], hint: str = "") -> None:
+    """One stderr line saying how many questions the clean setting left out, and why."""
+    if dropped["questions"]:
+        typer.echo(
+            f"dropped {dropped['questions']} question(s) without both labels "
+            f"({dropped['no_positive']} no positive, {dropped['only_positives']} only "
+            f"positives){hint}",
+            err=True,
+        )
+
 
 PrecisionOption = Annotated[
     Precision,
@@ -131,3 +177,37 @@ PatienceOption = Annotated[
     int | None,
     typer.Option(min=1, help="stop after this many evaluations without a better metric"),
 ]
+
+
+def cli_terms(err: Exception, text: str, root: Any) -> str:
+    """``text`` of ``err`` in a CLI user's terms: a setting that a library error names as a
+    Python field (``field 'top_k': ...``, ``pass overwrite=True``) is named as the option of
+    that name in ``root``'s commands (``--top-k: ...``, ``pass --overwrite``), and a
+    Python spelling in brackets (``pass --overwrite (overwrite=True)``) is left out."""
+    flags = option_flags(root)
+    field = getattr(err, "field", None)
+    flag = flags.get((field or "").replace("-", "_"))
+    if flag and isinstance(err, InputError) and err.path is None and err.line is None:
+        named = re.search(rf"(?<![\w-]){flag}(?![\w-])", err.problem)
+        text = err.problem if named else f"{flag}: {err.problem}"
+    def flag_alone(found: re.Match) -> str:  # "--overwrite (overwrite=True)"
+        return found[1] if flags.get(found[2]) == found[1] else found[0]
+
+    text = re.sub(r"(--[\w-]+) \((\w+)=True\)", flag_alone, text)
+    return re.sub(r"\b(\w+)=True\b", lambda found: flags.get(found[1], found[0]), text)
+
+
+@functools.cache
+def option_flags(root: Any) -> dict[str, str]:
+    """Each option's parameter name, and its flag's own name (``dev`` of ``dev_file``), -> its
+    long flag, over every (click) command under ``root``; the first command's where two
+    differ."""
+    flags: dict[str, str] = {}
+    for command in getattr(root, "commands", {}).values():
+        flags = {**option_flags(command), **flags}
+    for param in root.params:
+        if param.param_type_name == "option":
+            flag = next(o for o in param.opts if o.startswith("--"))
+            flags.setdefault(param.name, flag)
+            flags.setdefault(flag[2:].replace("-", "_"), flag)
+    return flags

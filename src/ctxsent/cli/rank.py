@@ -15,6 +15,8 @@ from ctxsent.cli.options import (
     ColumnsOption,
     InferencePrecisionOption,
     ModelOption,
+    SplitOption,
+    parse_columns,
 )
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -34,7 +36,7 @@ def rank(
             "file or data set (FILE.tsv/.csv/.jsonl/.parquet, hf:NAME, NAME:PATH; labels unused)"
         ),
     ] = None,
-    split: Annotated[str, typer.Option(help="with --data: split of a folder or dataset")] = "test",
+    split: SplitOption = None,
     columns: ColumnsOption = None,
     model: ModelOption = "bi-encoder",
     top_k: Annotated[int, typer.Option(min=1, help="answers to show per question")] = 3,
@@ -54,14 +56,13 @@ def rank(
         raise InputError(
             "give --question (repeatable) with --document, or --data alone", field="data"
         )
-    if columns is not None and data is None:
-        raise InputError("--columns applies to --data", field="columns")
+    for name, value in (("columns", columns), ("split", split)):
+        if value is not None and data is None:
+            raise InputError("applies to --data only", field=name)
     if data is not None:
-        from ctxsent.tasks.as2_files import parse_columns
         from ctxsent.tasks.as2_load import evaluation_records
 
-        column_names = parse_columns(columns) if columns else None
-        records = evaluation_records(data, split, clean_questions=False, columns=column_names)
+        records, _ = evaluation_records(data, split, False, parse_columns(columns))
     else:
         from ctxsent.io import read_lines
 

@@ -1,4 +1,4 @@
-"""``ctxsent serve MODEL``: run the HTTP service with uvicorn."""
+"""``ctxsent serve --model MODEL``: run the HTTP service with uvicorn."""
 
 from __future__ import annotations
 
@@ -6,13 +6,24 @@ from typing import Annotated, Literal
 
 import typer
 
-from ctxsent.cli.options import AcceleratorOption, InferencePrecisionOption, finite, positive
+from ctxsent.cli.options import (
+    AcceleratorOption,
+    InferencePrecisionOption,
+    ModelArgument,
+    finite,
+    one_model,
+    positive,
+)
 
 
 def serve(
+    argument: ModelArgument = None,
     model: Annotated[
-        str, typer.Argument(help="bm25 | bi-encoder[:BACKBONE] | a saved ctxsent model folder")
-    ],
+        str | None,
+        typer.Option(
+            help="bm25 | bi-encoder[:BACKBONE] | a saved ctxsent model folder", show_default=False
+        ),
+    ] = None,
     host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = 8000,
     max_candidates: Annotated[
@@ -78,6 +89,7 @@ def serve(
     from ctxsent.serving.limits import ServeLimits
     from ctxsent.serving.server import is_loopback, uvicorn_options
 
+    model = one_model(argument, model)
     if api_key is not None and not api_key.strip():
         raise typer.BadParameter("the API key is empty", param_hint="'--api-key'")
     try:

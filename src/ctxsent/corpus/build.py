@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import tempfile
+import warnings
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ctxsent.corpus.exclusions import exclusions_from_source
 from ctxsent.corpus.filters import CorpusFilter, process_document
 from ctxsent.corpus.readers import CorpusFormat, detect_format
 from ctxsent.corpus.shards import Shard, plan_shards
@@ -37,18 +40,29 @@ def build_corpus(
     *,
     fmt: CorpusFormat | str = CorpusFormat.AUTO,
     corpus_filter: CorpusFilter | None = None,
+    exclude_from: Sequence[str] = (),
     encoding: str = "utf-8",
     num_proc: int = 1,
     overwrite: bool = False,
 ) -> dict:
     """Build the corpus of ``inputs`` into the folder ``out`` and return its summary.
 
-    ``fmt`` applies to every input (``auto``: detected per file). ``overwrite``
-    replaces an existing corpus folder; any other existing path is refused.
+    ``fmt`` applies to every input (``auto``: detected per file). ``exclude_from`` adds
+    what each ``NAME:PATH`` source excludes to the filter's exclusions
+    (:func:`~ctxsent.corpus.exclusions.exclusions_from_source`; ``titles:FILE`` is a list of
+    titles). ``overwrite`` replaces an existing corpus folder; any other existing path is
+    refused. A warning counts the documents read without a paragraph break.
     """
     out = Path(out)
-    check_corpus_output(out, overwrite)
+    check_corpus_output(out, overwrite)  # before the exclusions load
     corpus_filter = corpus_filter or CorpusFilter()
+    if exclude_from:
+        found = [exclusions_from_source(spec) for spec in exclude_from]
+        corpus_filter = replace(
+            corpus_filter,
+            exclude_titles=corpus_filter.exclude_titles.union(*(e.titles for e in found)),
+            exclude_sentences=corpus_filter.exclude_sentences.union(*(e.sentences for e in found)),
+        )
     files = _resolve_formats(inputs, CorpusFormat(fmt))
     shards = plan_shards(files, encoding, num_proc)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -69,6 +83,13 @@ def build_corpus(
         }
         (staged / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         del dataset
+    unbroken = summary["read"]["documents_without_paragraph_breaks"]
+    if unbroken:
+        warnings.warn(
+            f"{unbroken:,} document(s) had no blank line between paragraphs and each is one "
+            "paragraph (in plain text, put a blank line between paragraphs)",
+            stacklevel=2,
+        )
     return summary
 
 

@@ -3,6 +3,7 @@
 ``--exclude-from NAME:PATH`` (:func:`exclusions_from_source`) names any evaluation set the
 toolkit reads:
 
+* ``titles:FILE`` drops the documents titled as a line of FILE;
 * sets drawn from Wikipedia articles drop whole documents, by title
   (:data:`~ctxsent.corpus.titles.TITLE_SOURCES`): ``wikiqa:DIR|FILE``, ``selqa:DIR|FILE``
   (SelQA JSON ``article``), ``squad:FILE`` (SQuAD JSON), ``squad-as2:DIR`` (a
@@ -68,7 +69,7 @@ def exclusions_from_source(spec: str) -> Exclusions:
     raise InputError(
         f"expected NAME:PATH with NAME one of {', '.join(TITLE_SOURCES)}, "
         f"{ALL_SENTEVAL_TASKS} or a SentEval/STS task (mr, sts12, stsb, sick-r, …); got {spec!r}",
-        field="exclude-from",
+        field="exclude_from",
     )
 
 

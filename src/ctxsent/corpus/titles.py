@@ -247,8 +247,10 @@ def titles_from_wikitext(path: str | Path) -> list[str]:
     return [doc.title for doc in read_wikitext(path) if doc.title]
 
 
-#: The evaluation sets whose articles are excluded by title, by ``--exclude-from`` name.
+#: Where titles to exclude come from, by ``--exclude-from`` name: a list of titles
+#: (``titles:FILE``) and the evaluation sets drawn from Wikipedia articles.
 TITLE_SOURCES = {
+    "titles": titles_from_file,
     "wikiqa": titles_from_wikiqa,
     "selqa": titles_from_selqa,
     "squad": titles_from_squad,

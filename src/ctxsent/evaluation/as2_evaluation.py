@@ -12,7 +12,11 @@ from collections.abc import Sequence
 
 from ctxsent.evaluation.as2_metrics import as2_metrics, per_question_as2_metrics
 from ctxsent.evaluation.significance import paired_bootstrap
+from ctxsent.models.precision import effective_precision
+from ctxsent.models.staged import set_alphas
 from ctxsent.protocols import Ranker, StagedRanker
+from ctxsent.resolver import load_ranker
+from ctxsent.tasks.as2_load import evaluation_records, split_or_default
 from ctxsent.tasks.as2_records import As2Record
 
 COMPARED_METRICS = ("map", "mrr", "p@1", "ndcg@10")
@@ -82,3 +86,33 @@ def evaluate_as2(
             },
         }
     return report
+
+
+def evaluate_as2_data(
+    model: str,
+    data: str,
+    *,
+    split: str | None = None,
+    columns: dict[str, str] | None = None,
+    clean_questions: bool = True,
+    against: str | None = None,
+    alpha: str | Sequence[float] | None = None,
+    batch_size: int = 64,
+    accelerator: str = "auto",
+    precision: str = "auto",
+    show_progress: bool = False,
+) -> dict:
+    """What ``ctxsent eval as2`` prints: the model named ``model`` scored on ``split`` of
+    ``data`` (:func:`~ctxsent.tasks.as2_load.evaluation_records`; ``dropped`` counts the
+    questions without both labels left out when ``clean_questions``) by
+    :func:`evaluate_as2`, against the model named ``against`` if given."""
+    split = split_or_default(data, split)
+    records, dropped = evaluation_records(data, split, clean_questions, columns)
+    ranker = load_ranker(model, precision, accelerator)
+    second = load_ranker(against, precision, accelerator) if against else None
+    set_alphas(ranker, alpha)
+    report = evaluate_as2(ranker, records, second, batch_size, show_progress)
+    if second is not None:
+        report["against"] = {"model": against, **report["against"]}
+    head = {"model": model, "data": data, "split": split, "clean": clean_questions}
+    return {**head, "dropped": dropped, "precision": effective_precision(ranker), **report}

@@ -20,14 +20,19 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_metrics import as2_metrics
-from ctxsent.io import atomic_path
+from ctxsent.io import atomic_path, check_writable
+from ctxsent.models.cascade import CascadeRanker
+from ctxsent.models.precision import on_accelerator
 from ctxsent.models.staged import exit_costs, prune_in_stages, question_index
-from ctxsent.tasks.as2_records import As2Record
+from ctxsent.resolver import load
+from ctxsent.tasks.as2_load import evaluation_records
+from ctxsent.tasks.as2_records import As2Record, sample_questions
 
 PAPER_GRID = tuple(round(0.1 * i, 1) for i in range(7))
 
@@ -201,3 +206,51 @@ def plot_settings(
     with atomic_path(path) as staged:
         figure.savefig(staged, dpi=120, format="png")
     plt.close(figure)
+
+
+def tune_saved_cascade(
+    model: str | Path,
+    data: str,
+    budget: float,
+    *,
+    split: str | None = None,
+    columns: dict[str, str] | None = None,
+    questions: int | None = None,
+    metric: str = "map",
+    search: str = "both",
+    plot: str | Path | None = None,
+    save: bool = True,
+    batch_size: int = 64,
+    accelerator: str = "auto",
+) -> dict:
+    """What ``ctxsent cascade tune`` prints: :func:`tune_cascade` on the clean questions of
+    ``split`` of ``data`` (``dev`` of a folder; ``questions`` of them drawn at random, seed
+    0), the chosen rates stored in the saved cascade ``model`` if ``save``, and accuracy
+    against cost drawn to the PNG ``plot``. Outputs are checked before any work."""
+    if save:
+        check_writable(model, folder=True)
+    if plot is not None:
+        check_writable(plot, folder=False)
+        pyplot()  # a missing optional dependency stops the run before any work
+    ranker = load(model)
+    if not isinstance(ranker, CascadeRanker):
+        raise InputError("not a cascade model", path=model)
+    records, dropped = evaluation_records(data, split, True, columns, default_split="dev")
+    if questions is not None:
+        records = sample_questions(records, questions)
+    tuned = on_accelerator(ranker, accelerator)
+    chosen, settings = tune_cascade(tuned, records, budget, metric, search, batch_size)
+    if save:
+        ranker.config.alphas = list(chosen.alphas)
+        ranker.save_pretrained(model)
+    if plot is not None:
+        plot_settings(settings, chosen, metric, plot)
+    return {
+        "alphas": list(chosen.alphas),
+        "relative_cost": round(chosen.relative_cost, 4),
+        "dev": chosen.metrics,
+        "questions": len({r.question_id for r in records}),
+        "dropped": dropped,
+        "settings_tried": len(settings),
+        "saved": save,
+    }

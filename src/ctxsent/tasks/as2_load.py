@@ -23,7 +23,7 @@ from ctxsent.tasks.as2_readers import (
     read_trecqa,
     read_wikiqa,
 )
-from ctxsent.tasks.as2_records import As2Record
+from ctxsent.tasks.as2_records import As2Record, clean_counted
 
 
 @dataclass(frozen=True)
@@ -92,17 +92,34 @@ def load_as2(
 
 
 def evaluation_records(
-    data: str, split: str, clean_questions: bool = True, columns: dict[str, str] | None = None
-) -> list[As2Record]:
-    """Records of ``split`` of a folder or data set spec (a file is one split), with only the
-    questions that have both labels if ``clean_questions``; an error when none are left."""
-    from ctxsent.tasks.as2_records import clean
-
-    records = load_as2(data, split if takes_split(data) else None, columns)
-    records = clean(records) if clean_questions else records
+    data: str,
+    split: str | None = None,
+    clean_questions: bool = True,
+    columns: dict[str, str] | None = None,
+    default_split: str = "test",
+) -> tuple[list[As2Record], dict[str, int]]:
+    """The records of ``split`` of ``data`` (``default_split`` of a folder or data set when
+    None; a file is one split, which a split refuses as in :func:`load_as2`), with only the
+    questions that have both labels if ``clean_questions``, and how many questions that
+    dropped, by reason (:func:`~ctxsent.tasks.as2_records.clean_counted`); an error when no
+    question is left."""
+    split = split_or_default(data, split, default_split)
+    records = load_as2(data, split, columns)
+    dropped = {"questions": 0, "no_positive": 0, "only_positives": 0}
+    if clean_questions:
+        records, dropped = clean_counted(records)
     if not records:
-        raise InputError(f"split {split!r} of {data} has no questions to evaluate", field="split")
-    return records
+        where = data if split is None else f"split {split!r} of {data}"
+        why = (
+            f" ({dropped['questions']} without both labels dropped)" if dropped["questions"] else ""
+        )
+        raise InputError(f"{where} has no questions to evaluate{why}", field="data")
+    return records, dropped
+
+
+def split_or_default(spec: str, split: str | None, default: str = "test") -> str | None:
+    """``split``, or ``default`` for a spec that :func:`takes_split` when ``split`` is None."""
+    return default if split is None and takes_split(spec) else split
 
 
 def takes_split(spec: str) -> bool:

@@ -45,12 +45,22 @@ def clean(records: Iterable[As2Record]) -> list[As2Record]:
 
     WikiQA test becomes 237 questions / 2,341 pairs, dev 122 / 1,126.
     """
+    return clean_counted(records)[0]
+
+
+def clean_counted(records: Iterable[As2Record]) -> tuple[list[As2Record], dict[str, int]]:
+    """:func:`clean`'s records and how many questions it dropped, by reason:
+    ``{"questions": n, "no_positive": a, "only_positives": b}``."""
     kept: list[As2Record] = []
+    dropped = {"questions": 0, "no_positive": 0, "only_positives": 0}
     for group in group_by_question(records).values():
         positives = sum(r.label for r in group)
         if 0 < positives < len(group):
             kept.extend(group)
-    return kept
+        else:
+            dropped["questions"] += 1
+            dropped["no_positive" if positives == 0 else "only_positives"] += 1
+    return kept, dropped
 
 
 def first_questions(records: Iterable[As2Record], count: int, skip: int = 0) -> list[As2Record]:
