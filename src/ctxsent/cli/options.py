@@ -190,6 +190,7 @@ def cli_terms(err: Exception, text: str, root: Any) -> str:
     if flag and isinstance(err, InputError) and err.path is None and err.line is None:
         named = re.search(rf"(?<![\w-]){flag}(?![\w-])", err.problem)
         text = err.problem if named else f"{flag}: {err.problem}"
+
     def flag_alone(found: re.Match) -> str:  # "--overwrite (overwrite=True)"
         return found[1] if flags.get(found[2]) == found[1] else found[0]
 
