@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from ctxsent.cli.evaluate import senteval
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.evaluation.senteval import model_fingerprint
+from ctxsent.evaluation.senteval import evaluate_encoder, model_fingerprint
 from ctxsent.models.bag_of_words import BagOfWordsEncoder
 from ctxsent.models.baseline_rankers import BiEncoderRanker
 from ctxsent.resolver import load_encoder
@@ -87,6 +87,12 @@ def test_command_prints_json_and_a_table_and_caches(
 
     report = json.loads(result.stdout)
     assert report == json.loads(output.read_text())
+    python = evaluate_encoder(f"bow:{tiny_vectors_file}", "MR,stsb,STS12", tiny_data_dir,
+                              cache_dir=tmp_path / "python")  # fmt: skip
+    python = json.loads(json.dumps(python.to_dict()))
+    for scores in (*report["tasks"].values(), *python["tasks"].values()):
+        del scores["seconds"]
+    assert report == python  # the command is this call
     assert list(report["tasks"]) == ["MR", "STSB", "STS12"]
     assert report["tasks"]["MR"]["acc"] == 100.0 and report["tasks"]["MR"]["n_test"] == 60
     assert report["tasks"]["STSB"]["spearman"] > 0.9

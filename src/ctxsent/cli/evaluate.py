@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -101,45 +100,14 @@ def senteval(
     accelerator: AcceleratorOption = "auto",
 ) -> None:
     """Evaluate a sentence encoder on SentEval-style tasks: JSON on stdout, table on stderr."""
-    from ctxsent.evaluation.senteval import (
-        DEFAULT_CACHE,
-        SETTINGS,
-        markdown_table,
-        model_fingerprint,
-        run_senteval,
-    )
-    from ctxsent.io import atomic_write, check_writable
-    from ctxsent.models.precision import on_accelerator
-    from ctxsent.resolver import load_encoder
-    from ctxsent.tasks.senteval import load_tasks
+    from ctxsent.evaluation.senteval import DEFAULT_CACHE, evaluate_encoder, markdown_table
 
-    cache = cache or DEFAULT_CACHE
-
-    if output is not None:
-        check_writable(output, folder=False)
-    if not no_cache:
-        check_writable(cache, folder=True)
-    loaded = load_tasks(tasks, data)
-    if threads is not None:
-        import torch
-
-        torch.set_num_threads(threads)
-    encoder = on_accelerator(load_encoder(model), accelerator)
-    report = run_senteval(
-        encoder,
-        loaded,
-        model=model,
-        fingerprint=model_fingerprint(model),
-        setting=replace(SETTINGS[setting], seed=seed),
-        cache_dir=None if no_cache else cache,
-        show_progress=progress,
-        log=lambda line: typer.echo(line, err=True),
-    )
-    text = json.dumps(report.to_dict(), indent=2)
-    if output is not None:
-        with atomic_write(output) as handle:
-            handle.write(text + "\n")
-    sys.stdout.write(text + "\n")
+    report = evaluate_encoder(
+        model, tasks, data, setting=setting, seed=seed, output=output, threads=threads,
+        cache_dir=None if no_cache else cache or DEFAULT_CACHE, accelerator=accelerator,
+        show_progress=progress, log=lambda line: typer.echo(line, err=True),
+    )  # fmt: skip
+    sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
     typer.echo("\n" + markdown_table([report]), err=True)
 
 

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,10 +41,12 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from ctxsent.evaluation.sts import correlation, evaluate_sts, fit_relatedness
-from ctxsent.io import atomic_path
+from ctxsent.io import atomic_path, atomic_write, check_writable
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
+from ctxsent.models.precision import on_accelerator
 from ctxsent.protocols import Encoder
-from ctxsent.tasks.senteval import Pairs, TaskData
+from ctxsent.resolver import load_encoder
+from ctxsent.tasks.senteval import Pairs, TaskData, load_tasks
 from ctxsent.text.length_chunks import length_sorted_chunks
 
 
@@ -581,3 +584,41 @@ class PairAccuracy:
 
     def __call__(self, classifier) -> dict[str, float]:
         return pair_metrics(self.pairs.labels, classifier.predict(self.pairs))
+
+
+def evaluate_encoder(
+    model: str,
+    tasks: str = "all",
+    data: str | Path = "../shared/data",
+    *,
+    setting: str = "quick",
+    seed: int = 1111,
+    cache_dir: str | Path | None = DEFAULT_CACHE,
+    output: str | Path | None = None,
+    threads: int | None = None,
+    accelerator: str = "auto",
+    show_progress: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> SentEvalReport:
+    """What ``ctxsent eval senteval`` prints: the encoder named ``model`` on ``tasks`` (comma
+    separated, or ``all``) of the folder ``data`` (laid out as ``../shared/data``) in
+    ``setting`` (:data:`SETTINGS`) with ``seed``, embeddings cached in ``cache_dir`` (None:
+    none), on ``threads`` torch threads; the report is also written to ``output`` as JSON.
+    Outputs and data are checked before the model loads."""
+    if output is not None:
+        check_writable(output, folder=False)
+    if cache_dir is not None:
+        check_writable(cache_dir, folder=True)
+    loaded = load_tasks(tasks, data)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    encoder = on_accelerator(load_encoder(model), accelerator)
+    report = run_senteval(
+        encoder, loaded, model=model, fingerprint=model_fingerprint(model),
+        setting=replace(SETTINGS[setting], seed=seed), cache_dir=cache_dir,
+        show_progress=show_progress, log=log,
+    )  # fmt: skip
+    if output is not None:
+        with atomic_write(output) as handle:
+            handle.write(json.dumps(report.to_dict(), indent=2) + "\n")
+    return report
