@@ -12,9 +12,13 @@ import ctxsent
 from ctxsent.cli import app
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.models.cross_encoder import CrossEncoderRanker
-from ctxsent.models.pipeline import PipelineRanker
+from ctxsent.models.pipeline import PipelineRanker, build_pipeline
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from synthetic import make_records, spread_attention
+
+
+def manifest(folder):
+    return json.loads((folder / "ctxsent.json").read_text())
 
 
 def test_pipeline_build_writes_a_folder_that_eval_as2_scores(tiny_bert, tmp_path):
@@ -30,6 +34,8 @@ def test_pipeline_build_writes_a_folder_that_eval_as2_scores(tiny_bert, tmp_path
     )  # fmt: skip
     assert built.exit_code == 0, built.output
     assert json.loads(built.stdout)["model"] == str(tmp_path / "p")
+    build_pipeline("bm25", str(tmp_path / "ce"), 3, tmp_path / "python")  # the command's call
+    assert manifest(tmp_path / "p") == manifest(tmp_path / "python")
     pipeline = ctxsent.load(tmp_path / "p")
     assert isinstance(pipeline, PipelineRanker) and pipeline.config.top_k == 3
 

@@ -122,10 +122,15 @@ def test_cli_writes_splits_and_summary_atomically(write_file, tmp_path: Path) ->
     titles = [f"Article_{i}" for i in range(10)]
     source = write_file("squad.json.gz", json.dumps(squad(titles)))
     out = tmp_path / "squad-as2"
-    result = CliRunner().invoke(app, ["squad-as2", "--squad", str(source), "--out", str(out)])
+    args = ["squad-as2", "--squad", str(source), "--out", str(out), "--seed", "3"]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert json.loads(result.output) == summary
+    assert summary == build_squad_as2(source, tmp_path / "python", seed=3)  # the same call
+    for name in ("train", "dev", "test"):
+        python = (tmp_path / "python" / f"{name}.jsonl").read_bytes()
+        assert (out / f"{name}.jsonl").read_bytes() == python
     assert sorted(p.name for p in out.iterdir()) == [
         OUTPUT_MARKER,
         "dev.jsonl",
