@@ -21,6 +21,7 @@ from ctxsent.evaluation.retrieval import (
     evaluate_paragraph_ranking,
     scorer_for_model,
     squad_paragraph_ranking,
+    squad_retrieval,
 )
 from ctxsent.evaluation.senteval import SentEvalEvaluator, run_senteval
 from ctxsent.evaluation.ssp_heldout import SspHeldoutEvaluator, ssp_heldout_metrics
@@ -188,8 +189,11 @@ def test_paragraph_ranking_evaluator_gives_the_commands_recalls(squad_file):
     app = typer.Typer()
     app.command("retrieval")(evaluate.retrieval)
     app.command("other")(evaluate.ssp)
-    result = CliRunner().invoke(app, ["retrieval", "bm25", "--squad", str(squad_file)])
+    result = CliRunner().invoke(app, ["retrieval", "--model", "bm25", "--squad", str(squad_file)])
     assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == squad_retrieval(["bm25"], squad_file)  # the same call
+    older = CliRunner().invoke(app, ["retrieval", "bm25", "--squad", str(squad_file)])
+    assert older.stdout == result.stdout
     reported = json.loads(result.stdout)["bm25"]
     assert metrics == {
         **reported["all_paragraphs"],

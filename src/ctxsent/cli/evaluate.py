@@ -126,8 +126,13 @@ def ssp(
 @app.command("retrieval")
 def retrieval(
     models: Annotated[
-        list[str], typer.Argument(help="bm25, minilm, or cross-thought/MLM model folders")
-    ],
+        list[str] | None,
+        typer.Argument(metavar="[MODEL]...", help="the models, as --model (older form)"),
+    ] = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option(help="bm25, minilm, or a Cross-Thought/MLM model folder (repeatable)"),
+    ] = None,
     squad: Annotated[Path, typer.Option(help="SQuAD v1.1 JSON (.gz ok)")] = Path(
         "../shared/data/squad/dev-v1.1.json.gz"
     ),
@@ -138,15 +143,9 @@ def retrieval(
     batch_size: BatchSizeOption = 64,
 ) -> None:
     """Unsupervised paragraph ranking (the paper's HotpotQA(u) setting) on SQuAD: Recall@1/5/20."""
-    from ctxsent.evaluation.retrieval import (
-        evaluate_paragraph_ranking,
-        scorer_from_spec,
-        squad_paragraph_ranking,
-    )
+    from ctxsent.evaluation.retrieval import squad_retrieval
 
-    data = squad_paragraph_ranking(squad, questions, seed)
-    results = {
-        spec: evaluate_paragraph_ranking(scorer_from_spec(spec, batch_size), data)
-        for spec in models
-    }
+    if not models and not model:
+        raise typer.BadParameter("give at least one model", param_hint="'--model'")
+    results = squad_retrieval([*(models or []), *(model or [])], squad, questions, seed, batch_size)
     typer.echo(json.dumps(results, indent=2))

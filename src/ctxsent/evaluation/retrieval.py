@@ -345,3 +345,20 @@ def scorer_from_spec(spec: str, batch_size: int = 64) -> PassageScorer:
     if not isinstance(model, Encoder):
         raise InputError(f"a {type(model).__name__} cannot embed passages", path=spec)
     return CosineScorer(model, batch_size) if cosine else scorer_for_model(model, batch_size)
+
+
+def squad_retrieval(
+    models: Sequence[str],
+    squad: str | Path,
+    questions: int | None = None,
+    seed: int = 0,
+    batch_size: int = 64,
+) -> dict:
+    """What ``ctxsent eval retrieval`` prints: per model spec (:func:`scorer_from_spec`) its
+    recalls (:func:`evaluate_paragraph_ranking`) on the paragraphs of the SQuAD file
+    ``squad`` (:func:`squad_paragraph_ranking`)."""
+    data = squad_paragraph_ranking(squad, questions, seed)
+    return {
+        spec: evaluate_paragraph_ranking(scorer_from_spec(spec, batch_size), data)
+        for spec in models
+    }
