@@ -9,21 +9,14 @@ from typing import Annotated
 
 import typer
 
-from ctxsent.cli.options import ModelArgument, OverwriteOption, one_model
+from ctxsent.cli.options import EitherModelOption, ModelArgument, OverwriteOption, one_model
 from ctxsent.export import ExportFormat
 from ctxsent.onnx_runtime import Quantization
 
 
 def export(
     argument: ModelArgument = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="a saved ctxsent model folder (a ranker, or a Cross-Thought model for "
-            "sentence-transformers), or bi-encoder[:BACKBONE] / HF folder",
-            show_default=False,
-        ),
-    ] = None,
+    model: EitherModelOption = None,
     out: Annotated[Path, typer.Option(help="folder to write")] = ...,
     to: Annotated[ExportFormat, typer.Option(help="the format to write")] = "onnx",
     overwrite: OverwriteOption = False,

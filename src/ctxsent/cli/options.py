@@ -58,14 +58,14 @@ DevicesOption = Annotated[
     str, typer.Option(parser=devices, help="auto, a count, -1 (all) or GPU ids like 0,1")
 ]
 
-ModelOption = Annotated[
-    str,
-    typer.Option(
-        help="a saved ranker folder, bm25, bi-encoder[:BACKBONE], st:PATH or ce:PATH "
-        "(sentence-transformers); see ctxsent.resolver"
-    ),
-]
+MODEL_HELP = (
+    "a saved model folder, bm25, bi-encoder[:BACKBONE], st:PATH or ce:PATH "
+    "(sentence-transformers); see ctxsent.resolver"
+)
+ModelOption = Annotated[str, typer.Option(help=MODEL_HELP)]
 
+# ``serve`` and ``export`` take ``--model`` or MODEL (the older form): see :func:`one_model`
+EitherModelOption = Annotated[str | None, typer.Option(help=MODEL_HELP, show_default=False)]
 ModelArgument = Annotated[
     str | None,
     typer.Argument(metavar="MODEL", help="the model, as --model (older form)", show_default=False),
@@ -73,7 +73,7 @@ ModelArgument = Annotated[
 
 
 def one_model(argument: str | None, option: str | None) -> str:
-    """The model of a command that takes MODEL (the older form) or ``--model``: one of them."""
+    """The model given as MODEL or as ``--model``: one of them."""
     if (argument is None) == (option is None):
         raise typer.BadParameter("give the model once: --model MODEL", param_hint="'--model'")
     return argument or option

@@ -8,6 +8,7 @@ import typer
 
 from ctxsent.cli.options import (
     AcceleratorOption,
+    EitherModelOption,
     InferencePrecisionOption,
     ModelArgument,
     finite,
@@ -18,12 +19,7 @@ from ctxsent.cli.options import (
 
 def serve(
     argument: ModelArgument = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            help="bm25 | bi-encoder[:BACKBONE] | a saved ctxsent model folder", show_default=False
-        ),
-    ] = None,
+    model: EitherModelOption = None,
     host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = 8000,
     max_candidates: Annotated[
