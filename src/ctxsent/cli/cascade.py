@@ -73,14 +73,8 @@ def sequential(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Chain independently trained rankers into the Sequential Ranker baseline (paper 4.2)."""
-    from ctxsent.io import check_output
-    from ctxsent.models.sequential import SequentialRanker
-    from ctxsent.models.staged import set_alphas
-    from ctxsent.saving import load
+    from ctxsent.models.sequential import build_sequential
 
-    check_output(out, SequentialRanker.kind, overwrite)  # before the stages load
-    ranker = SequentialRanker([load(folder) for folder in stage])
-    set_alphas(ranker, alpha)
-    ranker.save_pretrained(out, overwrite)
+    ranker = build_sequential(stage, out, alpha, overwrite)
     report = {"model": str(out), "depths": ranker.depths, "alphas": ranker.alphas}
     typer.echo(json.dumps(report, indent=2))

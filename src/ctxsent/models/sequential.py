@@ -20,8 +20,15 @@ from pathlib import Path
 import numpy as np
 
 from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.io import check_output
 from ctxsent.models.ranker_base import As2Ranker
-from ctxsent.models.staged import CascadeCost, prune_in_stages, question_index, resolve_alphas
+from ctxsent.models.staged import (
+    CascadeCost,
+    prune_in_stages,
+    question_index,
+    resolve_alphas,
+    set_alphas,
+)
 from ctxsent.saving import model_folder, read_manifest, register_model
 from ctxsent.tasks.as2_records import As2Record
 
@@ -97,3 +104,21 @@ class SequentialRanker(As2Ranker):
         )
         self.last_cost = CascadeCost(evaluations, self.depths[-1] * len(records), counts)
         return scores
+
+
+def build_sequential(
+    stages: Sequence[str | Path],
+    out: str | Path,
+    alpha: str | Sequence[float] | None = None,
+    overwrite: bool = False,
+) -> SequentialRanker:
+    """What ``ctxsent cascade sequential`` does: the saved rankers ``stages`` (shallowest
+    first) chained with the drop rates ``alpha`` (:func:`~ctxsent.models.staged.set_alphas`)
+    and saved to ``out``, which is checked before the stages load."""
+    from ctxsent.saving import load
+
+    check_output(out, SequentialRanker.kind, overwrite)
+    ranker = SequentialRanker([load(folder) for folder in stages])
+    set_alphas(ranker, alpha)
+    ranker.save_pretrained(out, overwrite)
+    return ranker
