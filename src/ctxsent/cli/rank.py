@@ -95,11 +95,7 @@ def rank(
                 typer.secho(f"       context: {answer.previous} | {answer.next}", dim=True)
 
 
-def demo(
-    model: Annotated[
-        str, typer.Option(help="bm25 | bi-encoder[:BACKBONE] | a saved ctxsent ranker folder")
-    ] = "bi-encoder",
-) -> None:
+def demo(model: ModelOption = "bi-encoder") -> None:
     """Rank the sentences of a sample document for a few questions, on built-in defaults.
 
     The default ranker is the zero-shot MiniLM bi-encoder: it needs no training and,
