@@ -194,6 +194,10 @@ def test_eval_as2_against_a_second_model_reports_paired_differences(as2_file, ti
             ["rank", "--question", " ", "--document", "{tmp}/ok.txt", "--model", "bm25"],
             "--question: the question is empty",
         ),
+        (
+            ["rank", "--question", "q?", "--document", "{tmp}/ok.txt", "--split", "dev"],
+            "--split: applies to --data only",
+        ),
     ],
 )
 def test_bad_input_gives_one_line_error_and_exit_2(tmp_path, as2_file, args, message):
