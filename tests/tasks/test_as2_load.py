@@ -98,3 +98,26 @@ def test_several_sets_mix_into_one_keeping_equal_ids_apart():
     assert [r.question_id for r in mixed] == ["0:Q1", "0:Q1", "1:Q1"]
     assert len(group_by_question(mixed)) == 2
     assert mix_sources([first]) == first
+
+
+def test_evaluation_records_default_split_count_what_clean_drops_and_refuse_a_files_split(
+    tmp_path: Path,
+):
+    from ctxsent.tasks.as2_load import evaluation_records
+
+    pairs = {"q1": (1, 0), "q2": (0, 0), "q3": (1, 1)}  # both labels, no positive, only positives
+    records = [
+        As2Record(q, "?", f"c{i}", label) for q, ls in pairs.items() for i, label in enumerate(ls)
+    ]
+    write_as2_jsonl(records, tmp_path / "test.jsonl")
+    write_as2_jsonl(records[:2], tmp_path / "dev.jsonl")
+    kept, dropped = evaluation_records(f"squad-as2:{tmp_path}")  # the folder's test split
+    assert [r.question_id for r in kept] == ["q1", "q1"]
+    assert dropped == {"questions": 2, "no_positive": 1, "only_positives": 1}
+    assert evaluation_records(f"squad-as2:{tmp_path}", default_split="dev")[1]["questions"] == 0
+    assert len(evaluation_records(str(tmp_path / "test.jsonl"), clean_questions=False)[0]) == 6
+    with pytest.raises(InputError, match=r"a split \('test'\) selects part of a dataset"):
+        evaluation_records(str(tmp_path / "test.jsonl"), "test")  # as load_as2 refuses it
+    write_as2_jsonl(records[2:], tmp_path / "none.jsonl")
+    with pytest.raises(InputError, match=r"none.jsonl has no questions to evaluate \(2 without"):
+        evaluation_records(str(tmp_path / "none.jsonl"))
