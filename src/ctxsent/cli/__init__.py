@@ -14,6 +14,7 @@ module                 commands
 :mod:`.rank`           ``rank``, ``demo``
 :mod:`.serve`          ``serve``
 :mod:`.export`         ``export``
+:mod:`.push`           ``push``
 :mod:`.presets`        ``presets``
 =====================  ==================================================================
 
@@ -47,6 +48,7 @@ from ctxsent.cli import (
     presets,
     pretrain,
     pretrain_data,
+    push,
     rank,
     serve,
 )
@@ -93,6 +95,7 @@ app.command("rank")(rank.rank)
 app.command("demo")(rank.demo)
 app.command("serve")(serve.serve)
 app.command("export")(export.export)
+app.command("push")(push.push)
 app.command("presets")(presets.list_presets)
 
 

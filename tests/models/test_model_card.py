@@ -1,0 +1,104 @@
+"""Model cards are Hub cards: YAML metadata (base model, library, task, data sets, dev and
+test metrics in the model-index), a readable recipe, and only the exports that apply;
+exported folders carry one; ``ctxsent push`` without a reachable Hub is one line."""
+
+from __future__ import annotations
+
+import pytest
+from huggingface_hub import ModelCard
+from typer.testing import CliRunner
+
+from ctxsent.cli import app
+from ctxsent.errors import InputError
+from ctxsent.export import export_cross_encoder, export_onnx, export_sentence_transformer
+from ctxsent.model_card import export_formats, update_model_card, write_model_card
+from ctxsent.models.cascade import CascadeRanker
+from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.saving import write_model_card as write_folder_card
+
+EXPORTERS = {
+    "sentence-transformers": export_sentence_transformer,
+    "cross-encoder": export_cross_encoder,
+    "onnx": export_onnx,
+}
+
+
+def card(folder) -> ModelCard:
+    return ModelCard.load(folder / "README.md")
+
+
+def test_a_trained_models_card_has_the_hubs_metadata_and_its_test_metrics(tiny_bert, tmp_path):
+    ranker = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
+    folder = ranker.save_pretrained(tmp_path / "model")
+    report = {"step": 3, "dev": {"map": 0.5, "mrr": 0.75, "questions": 4}, "data": {"train": "8 q"}}
+    write_folder_card(folder, {**report, "train": {"loss": "pointwise", "lr": 0.001}})
+    sources = {"train": "/private/train.csv", "dev": "wikiqa:/data/wikiqa", "test": "hf:org/qa@t"}
+    update_model_card(folder, {"map": 0.25, "pairs": 9}, sources)
+    written = card(folder)
+    assert (written.data.library_name, written.data.pipeline_tag) == ("ctxsent", "text-ranking")
+    assert written.data.datasets == ["microsoft/wiki_qa", "org/qa"]
+    results = {
+        (r.dataset_split, r.metric_type): (r.dataset_type, r.metric_value)
+        for r in written.data.eval_results
+    }
+    assert results == {
+        ("dev", "map"): ("microsoft/wiki_qa", 0.5),
+        ("dev", "mrr"): ("microsoft/wiki_qa", 0.75),
+        ("test", "map"): ("org/qa", 0.25),
+    }
+    text = written.text
+    assert "| dev (microsoft/wiki_qa) | 0.5000 | 0.7500 |" in text
+    assert "| test (org/qa) | 0.2500 |  |" in text and "/private" not in text
+    assert '| `loss` | `"pointwise"` |' in text and "- train data: 8 q" in text
+    assert "- best dev step: 3" in text and text.count("## Use") == 1
+    assert written.data.base_model is None  # a local backbone names no Hub model
+
+
+@pytest.mark.parametrize(
+    ("config", "formats"),
+    [({"contextual": True}, ["onnx"]), ({"contextual": False}, ["cross-encoder", "onnx"])],
+)
+def test_a_card_names_the_builtin_base_model_and_only_the_exports_that_apply(
+    tmp_path, config, formats
+):
+    write_model_card(tmp_path, "cross-encoder", {"backbone": "all-MiniLM-L6-v2", **config})
+    written = card(tmp_path)
+    assert written.data.base_model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert written.data.license == "apache-2.0" and not written.data.eval_results
+    listed = [fmt for fmt in EXPORTERS if f"`--to {fmt}`" in written.text]
+    assert listed == formats == export_formats("cross-encoder", config)
+
+
+@pytest.mark.parametrize("contextual", [False, True])
+def test_the_listed_exports_are_those_export_does_not_refuse(tiny_bert, tmp_path, contextual):
+    models = {
+        "cascade": CascadeRanker.from_backbone(str(tiny_bert), contextual, 32),
+        "cross-encoder": CrossEncoderRanker.from_backbone(str(tiny_bert), contextual, 32),
+    }
+    for kind, model in models.items():
+        listed = export_formats(kind, {"contextual": contextual})
+        for fmt, exporter in EXPORTERS.items():
+            out = tmp_path / f"{kind}-{fmt}"
+            if fmt in listed:
+                exporter(model, out)
+                exported = card(out)
+                assert exported.data.pipeline_tag == "text-ranking"
+                assert exported.data.library_name == (
+                    "ctxsent" if fmt == "onnx" else "sentence-transformers"
+                )
+            else:
+                with pytest.raises(InputError):
+                    exporter(model, out)
+
+
+def test_push_without_a_reachable_hub_is_one_line(tiny_bert, tmp_path):
+    folder = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32).save_pretrained(
+        tmp_path / "model"
+    )
+    for target, expected in [
+        (tmp_path, "not a model folder with a card"),
+        (folder, "me/model: cannot push to the Hugging Face Hub: "),
+    ]:
+        result = CliRunner().invoke(app, ["push", str(target), "--repo-id", "me/model"])
+        assert result.exit_code == 2 and expected in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
