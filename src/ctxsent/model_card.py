@@ -137,7 +137,12 @@ def write_export_card(folder: Path, fmt: str, kind: str, backbone: str | None = 
         pipeline_tag="text-ranking" if fmt == "cross-encoder" else pipeline_tag(kind),
         tags=["ctxsent", "onnx" if onnx else "sentence-transformers"],
     )
-    lines = [f"# A ctxsent `{kind}` model exported to {fmt}", ""]
+    lines = [
+        f"# A ctxsent `{kind}` model exported to {fmt}",
+        "",
+        f"Written by `ctxsent export --to {fmt}`: the model's scores or embeddings, exact up to "
+        "float rounding" + (" unless `ctxsent-onnx.json` says `quantize: int8`." if onnx else "."),
+    ]
     _save(folder, data, lines, _RUNTIMES[fmt].replace("DIR", "PATH") + " (PATH: this folder)")
 
 
