@@ -27,6 +27,8 @@ _MINILM = "sentence-transformers/all-MiniLM-L6-v2"  # the built-in backbone, Apa
 #: Hub ids of the data sets ``--data NAME:PATH`` reads (``hf:ID`` names its own).
 _HUB_DATASETS = {"wikiqa": "microsoft/wiki_qa", "squad-as2": "rajpurkar/squad"}
 _ENCODERS = {"cross-thought", "rnn-cnn-encoder", "mean-max-aae-encoder"}
+_RANKER_USE = "`ctxsent rank --model PATH`, `ctxsent eval as2 --model PATH`, `ctxsent serve PATH`."
+_ENCODER_USE = "`ctxsent eval senteval --model PATH`."
 _RUNTIMES = {
     "sentence-transformers": "sentence-transformers: `SentenceTransformer(DIR).encode(texts)`",
     "cross-encoder": "sentence-transformers: `CrossEncoder(DIR).predict([(question, answer)])`",
@@ -64,18 +66,22 @@ def write_model_card(
     from huggingface_hub import ModelCardData
 
     training = dict(training or {})
-    metrics = {split: training.pop(split) for split in ("dev", "test") if split in training}
+    metrics = {k: training.pop(k) for k in ("dev", "test") if isinstance(training.get(k), dict)}
+    recipe = training.pop("train", None) or training.pop("config", None) or {}
+    data = training.pop("data", {})
     lines = [f"# A ctxsent `{kind}` model", "", summary, "", "## Settings", ""]
     lines += _table(("setting", "value"), [(f"`{k}`", _code(v)) for k, v in config.items()])
-    if training:
+    if training or recipe or data:
         lines += ["", "## Training", ""]
         if "step" in training:
             lines.append(f"- best dev step: {training.pop('step')}")
-        lines += [f"- {split} data: {size}" for split, size in training.pop("data", {}).items()]
-        recipe = training.pop("train", {})
-        lines += [f"- {key}: {_code(value)}" for key, value in training.items()]
+        if isinstance(data, dict):  # split -> size
+            lines += [f"- {split} data: {size}" for split, size in data.items()]
+        else:  # a corpus
+            lines.append(f"- data: {_source(str(data))}")
+        lines += _list(training)
         if recipe:
-            lines += ["", "Recipe (`ctxsent finetune` / `pretrain` settings):", ""]
+            lines += ["", "Recipe (the run's settings):", ""]
             lines += _table(("setting", "value"), [(f"`{k}`", _code(v)) for k, v in recipe.items()])
     formats = export_formats(kind, config)
     base = _base_model(config.get("backbone"))
@@ -93,8 +99,7 @@ def write_model_card(
         'model = ctxsent.load("PATH")  # this folder',
         "```",
         "",
-        "Command line: `ctxsent rank --model PATH`, `ctxsent eval as2 --model PATH`, "
-        "`ctxsent serve PATH`.",
+        "Command line: " + (_ENCODER_USE if kind in _ENCODERS else _RANKER_USE),
     ]
     if formats:
         use += ["", "Other runtimes, same scores (`ctxsent export PATH --to FORMAT --out DIR`):"]
@@ -169,7 +174,8 @@ def _save(folder: Path, data, lines, use: str, metrics=None, sources=None) -> No
     data.model_name = (data.model_name or folder.name) if results else None
     if results:
         names = list(dict.fromkeys(r.metric_type for r in results))
-        lines = [*lines, "", "## Evaluation", "", f"AS2 metrics: {METRIC_CONVENTIONS}.", ""]
+        lines = [*lines, "", "## Evaluation", ""]
+        lines += [f"AS2 metrics: {METRIC_CONVENTIONS}.", ""] if "map" in names else []
         rows = [
             (f"{split} ({sources[split]})" if split in sources else split,
              *(f"{values[n]:.4f}" if n in values else "" for n in names))
@@ -204,6 +210,17 @@ def _source(spec: str) -> str:
     if not rest:
         return Path(spec).name
     return _hub_id(spec) or (Path(rest).name if name == "hf-disk" else name)
+
+
+def _list(mapping: dict, depth: int = 0) -> list[str]:
+    """Nested markdown list lines for a dict."""
+    lines = []
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            lines += [f"{'  ' * depth}- {key}:", *_list(value, depth + 1)]
+        else:
+            lines.append(f"{'  ' * depth}- {key}: {_code(value)}")
+    return lines
 
 
 def _code(value: object) -> str:

@@ -102,3 +102,12 @@ def test_push_without_a_reachable_hub_is_one_line(tiny_bert, tmp_path):
         result = CliRunner().invoke(app, ["push", str(target), "--repo-id", "me/model"])
         assert result.exit_code == 2 and expected in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_pretraining_reports_nested_results_are_lists_not_json(tmp_path):
+    report = {"steps": 10, "best": {"step": 5, "auc": 0.8}, "data": "/runs/corpus", "config": {}}
+    write_model_card(tmp_path, "rnn-cnn-encoder", {"words": 9}, "An encoder.", report)
+    written = card(tmp_path)
+    assert written.data.pipeline_tag == "feature-extraction" and written.data.base_model is None
+    assert "- data: corpus\n- steps: `10`\n- best:\n  - step: `5`\n  - auc: `0.8`\n" in written.text
+    assert "`ctxsent eval senteval --model PATH`" in written.text and "--to" not in written.text
