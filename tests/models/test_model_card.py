@@ -4,6 +4,9 @@ exported folders carry one; ``ctxsent push`` without a reachable Hub is one line
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import pytest
 from huggingface_hub import ModelCard
 from typer.testing import CliRunner
@@ -15,6 +18,8 @@ from ctxsent.model_card import export_formats, update_model_card, write_model_ca
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.saving import write_model_card as write_folder_card
+from ctxsent.tasks.as2_jsonl import write_as2_jsonl
+from synthetic import synthetic_as2
 
 EXPORTERS = {
     "sentence-transformers": export_sentence_transformer,
@@ -111,3 +116,26 @@ def test_a_pretraining_reports_nested_results_are_lists_not_json(tmp_path):
     assert written.data.pipeline_tag == "feature-extraction" and written.data.base_model is None
     assert "- data: corpus\n- steps: `10`\n- best:\n  - step: `5`\n  - auc: `0.8`\n" in written.text
     assert "`ctxsent eval senteval --model PATH`" in written.text and "--to" not in written.text
+
+
+def test_finetune_with_a_test_file_puts_the_test_metrics_on_the_card(tmp_path, tiny_bert):
+    files = {}
+    for split, questions in (("train", 4), ("dev", 2), ("test", 2)):
+        records = [
+            replace(r, question_id=split + r.question_id) for r in synthetic_as2(questions, 1)
+        ]
+        files[split] = tmp_path / f"{split}.jsonl"
+        write_as2_jsonl(records, files[split])
+    args = [f"--{split}={path}" for split, path in files.items()]
+    result = CliRunner().invoke(
+        app,
+        ["finetune", "as2", *args, "--out", str(tmp_path / "run"), "--init", str(tiny_bert),
+         "--max-steps", "1", "--batch-size", "8", "--max-length", "32"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    test = json.loads(result.stdout)["test"]
+    written = card(tmp_path / "run" / "model")
+    scored = {(r.dataset_split, r.dataset_name, r.metric_type): r.metric_value
+              for r in written.data.eval_results}  # fmt: skip
+    assert scored[("test", "test.jsonl", "map")] == round(test["map"], 4)
+    assert ("dev", "dev.jsonl", "map") in scored
