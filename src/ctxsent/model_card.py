@@ -58,15 +58,22 @@ def export_formats(kind: str, config: dict) -> list[str]:
 
 
 def write_model_card(
-    folder: str | Path, kind: str, config: dict, summary: str = "", training: dict | None = None
+    folder: str | Path,
+    kind: str,
+    config: dict,
+    summary: str = "",
+    training: dict | None = None,
+    metrics: dict[str, dict] | None = None,
 ) -> None:
-    """Write the card of the ``kind`` model in ``folder``: ``config`` as its settings and
+    """Write the card of the ``kind`` model in ``folder``: ``config`` as its settings,
     ``training``, a run's report (``step``, ``data`` sizes, ``train`` recipe, ``dev`` and
-    ``test`` metrics, anything else), as its data, recipe and metrics."""
+    ``test`` metrics, anything else), as its data, recipe and metrics, and ``metrics``
+    (``{"dev": {...}, "test": {...}}``) too."""
     from huggingface_hub import ModelCardData
 
     training = dict(training or {})
-    metrics = {k: training.pop(k) for k in ("dev", "test") if isinstance(training.get(k), dict)}
+    splits = [k for k in ("dev", "test") if isinstance(training.get(k), dict)]
+    metrics = {**{k: training.pop(k) for k in splits}, **(metrics or {})}
     recipe = training.pop("train", None) or training.pop("config", None) or {}
     data = training.pop("data", {})
     lines = [f"# A ctxsent `{kind}` model", "", summary, "", "## Settings", ""]

@@ -77,13 +77,17 @@ def model_folder(
             (staged / RUN_STAMP).write_text(json.dumps({"run": str(run_file.absolute())}) + "\n")
 
 
-def write_model_card(folder: str | Path, training: dict | None = None) -> None:
+def write_model_card(
+    folder: str | Path, training: dict | None = None, metrics: dict | None = None
+) -> None:
     """Write the model card of the model in ``folder`` (:mod:`ctxsent.model_card`), with
-    ``training``, a run's report (``dev`` and ``test`` metrics, data, recipe), when given."""
+    ``training``, a run's report (``dev`` and ``test`` metrics, data, recipe), and
+    ``metrics`` (``{"dev": {...}, "test": {...}}``) when given."""
     manifest = read_manifest(folder)
     _import_model_modules()
     summary = ((_REGISTRY[manifest["kind"]].__doc__ or "").strip().splitlines() or [""])[0]
-    model_card.write_model_card(folder, manifest["kind"], manifest["config"], summary, training)
+    kind, config = manifest["kind"], manifest["config"]
+    model_card.write_model_card(folder, kind, config, summary, training, metrics)
 
 
 def read_manifest(folder: str | Path) -> dict:

@@ -11,6 +11,8 @@ import warnings
 from dataclasses import replace
 from types import SimpleNamespace
 
+# imported at collection, Lightning's log handler writes to the real stderr, not a CliRunner's
+import lightning.pytorch  # noqa: F401
 import pytest
 from typer.testing import CliRunner
 

@@ -139,3 +139,12 @@ def test_finetune_with_a_test_file_puts_the_test_metrics_on_the_card(tmp_path, t
               for r in written.data.eval_results}  # fmt: skip
     assert scored[("test", "test.jsonl", "map")] == round(test["map"], 4)
     assert ("dev", "dev.jsonl", "map") in scored
+
+
+def test_metrics_given_apart_from_a_report_reach_the_model_index(tmp_path):
+    metrics = {"dev": {"map": 0.5}, "test": {"map": 0.25, "questions": 3}}
+    write_model_card(tmp_path, "cascade", {"contextual": False}, metrics=metrics)
+    written = card(tmp_path)
+    results = {(r.dataset_split, r.metric_type): r.metric_value for r in written.data.eval_results}
+    assert results == {("dev", "map"): 0.5, ("test", "map"): 0.25}
+    assert "--to" not in written.text  # a cascade exports to nothing

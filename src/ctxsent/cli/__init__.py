@@ -77,8 +77,8 @@ NOISE = re.compile(
     r"💡 Tip|[GTH]PU available|Using .* Automatic Mixed Precision|Loading `train_dataloader`"
     r"|`Trainer.fit` stopped|`weights_only` was not set|LOCAL_RANK: \d+ - CUDA_VISIBLE"
     r"|You are using a CUDA device .* Tensor Cores|smaller than the logging interval"
-    r"|does not have many workers|the trace (might|will) (be incorrect|not generalize)"
-    r"|might cause the trace to be incorrect|exported graph will produce incorrect results"
+    r"|does not have many workers|trace might not generalize|cause the trace to be incorrect"
+    r"|exported graph will produce incorrect results|validation will run after every batch"
 )
 #: The loggers Lightning's info lines come from.
 _LIGHTNING_LOGGERS = (
