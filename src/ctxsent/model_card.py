@@ -115,10 +115,10 @@ def write_model_card(
 
 
 def update_model_card(
-    folder: str | Path, test_metrics: dict | None = None, datasets: dict[str, str] | None = None
+    folder: str | Path, test_metrics: dict | None = None, datasets: dict | None = None
 ) -> None:
     """Add ``test_metrics`` (the test set's scores) and ``datasets`` (split -> ``--data``
-    spec or file: Hub ids go to the metadata, names to the metrics table) to the card
+    specs or a file: Hub ids go to the metadata, names to the metrics table) to the card
     :func:`write_model_card` wrote in ``folder``."""
     from huggingface_hub import ModelCard
 
@@ -130,8 +130,11 @@ def update_model_card(
         sources[result.dataset_split] = result.dataset_name
     if test_metrics:
         metrics["test"] = test_metrics
-    sources |= {split: _source(spec) for split, spec in (datasets or {}).items() if spec}
-    ids = [*(card.data.datasets or []), *map(_hub_id, (datasets or {}).values())]
+    specs = {split: [s] if isinstance(s, str) else s for split, s in (datasets or {}).items() if s}
+    sources |= {
+        split: " + ".join(map(_source, split_specs)) for split, split_specs in specs.items()
+    }
+    ids = [*(card.data.datasets or []), *(_hub_id(s) for ss in specs.values() for s in ss)]
     card.data.datasets = sorted({i for i in ids if i}) or None
     body, _, use = card.text.partition("\n## Use\n\n")
     body = body.split("\n## Evaluation")[0]

@@ -37,11 +37,12 @@ def test_a_trained_models_card_has_the_hubs_metadata_and_its_test_metrics(tiny_b
     folder = ranker.save_pretrained(tmp_path / "model")
     report = {"step": 3, "dev": {"map": 0.5, "mrr": 0.75, "questions": 4}, "data": {"train": "8 q"}}
     write_folder_card(folder, {**report, "train": {"loss": "pointwise", "lr": 0.001}})
-    sources = {"train": "/private/train.csv", "dev": "wikiqa:/data/wikiqa", "test": "hf:org/qa@t"}
+    train = ["/private/train.csv", "squad-as2:/data/squad"]  # --data repeated: several sets
+    sources = {"train": train, "dev": "wikiqa:/data/wikiqa", "test": "hf:org/qa@t"}
     update_model_card(folder, {"map": 0.25, "pairs": 9}, sources)
     written = card(folder)
     assert (written.data.library_name, written.data.pipeline_tag) == ("ctxsent", "text-ranking")
-    assert written.data.datasets == ["microsoft/wiki_qa", "org/qa"]
+    assert written.data.datasets == ["microsoft/wiki_qa", "org/qa", "rajpurkar/squad"]
     results = {
         (r.dataset_split, r.metric_type): (r.dataset_type, r.metric_value)
         for r in written.data.eval_results
