@@ -86,3 +86,17 @@ def test_a_progress_bar_on_a_log_writes_a_line_at_start_every_interval_and_end(c
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(":")[0] for line in lines] == ["scoring"] * 3
     assert [line.split("|")[2].split()[0] for line in lines] == ["0/4", "2/4", "3/4"]
+
+
+def test_an_onnx_export_hides_the_tracers_warnings_unless_verbose(tmp_path, tiny_bert):
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+
+    model = CrossEncoderRanker.from_backbone(str(tiny_bert), max_length=32)
+    model.save_pretrained(tmp_path / "model")
+    for verbose in (False, True):
+        args = ["export", str(tmp_path / "model"), "--out", str(tmp_path / "onnx"), "--overwrite"]
+        with warnings.catch_warnings(record=True) as warned:
+            result = CliRunner().invoke(app, ["-v"] * verbose + args)
+        assert result.exit_code == 0, result.output
+        traced = [w for w in warned if "trace" in str(w.message)]
+        assert bool(traced) == verbose and result.stderr == ""
