@@ -84,7 +84,7 @@ def write_model_card(
             lines.append(f"- best dev step: {training.pop('step')}")
         if isinstance(data, dict):  # split -> size
             lines += [f"- {split} data: {size}" for split, size in data.items()]
-        else:  # a corpus
+        elif data:  # a corpus
             lines.append(f"- data: {_source(str(data))}")
         lines += _list(training)
         if recipe:
