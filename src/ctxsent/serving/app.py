@@ -2,7 +2,8 @@
 
 * ctxsent's own: ``POST /rank`` (candidates with context, or a document), ``/encode``;
 * text-embeddings-inference (TEI): ``POST /rerank``, ``/embed`` (and ``/``), ``GET /info``;
-* OpenAI: ``POST /v1/embeddings``; Cohere and Jina: ``POST /v1/rerank`` (also ``/rerank``);
+* OpenAI: ``POST /v1/embeddings``; Cohere and Jina: ``POST /v1/rerank``, ``/v2/rerank``
+  (and ``/rerank``);
 * ``GET /health``, Prometheus ``GET /metrics``, docs at ``/docs``, ``/openapi.json``.
 
 A model serves the routes it can: a ranker the rank routes, a sentence encoder the
@@ -303,17 +304,14 @@ def create_app(
             return task.result()
         raise ClientDisconnect() if gone in done else RequestTimeout(limits.timeout_s)
 
-    @app.exception_handler(RequestTooLarge)
-    async def too_large(_: Request, err: RequestTooLarge):
-        return error_response(413, str(err))
+    def answering(status: int):
+        async def handler(_: Request, err: Exception):
+            return error_response(status, str(err))
 
-    @app.exception_handler(InputError)
-    async def bad_input(_: Request, err: InputError):
-        return error_response(422, str(err))
+        return handler
 
-    @app.exception_handler(RequestTimeout)
-    async def timed_out(_: Request, err: RequestTimeout):
-        return error_response(504, str(err))
+    for error, status in {RequestTooLarge: 413, InputError: 422, RequestTimeout: 504}.items():
+        app.add_exception_handler(error, answering(status))
 
     @app.exception_handler(ClientDisconnect)
     async def client_gone(_: Request, err: ClientDisconnect):
@@ -451,6 +449,9 @@ def create_app(
             ``relevance_score`` (the sigmoid of a cross-encoder's or cascade's logit,
             ``(1 + cos) / 2`` for a bi-encoder), best first."""
             return cohere_results(request, *await reranked(request, http, response))
+
+        cohere_v2 = {"summary": "Rerank V2 (Cohere's v2 path)", "response_model_exclude_none": True}
+        app.post("/v2/rerank", response_model=RerankResponse, **cohere_v2)(rerank_v1)
 
     async def embedded(http: Request, texts: list[str], normalize: bool, field: str) -> np.ndarray:
         """The embeddings of ``texts`` (L2-normalised when ``normalize``), one row each."""
