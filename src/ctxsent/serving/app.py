@@ -71,6 +71,8 @@ from ctxsent.serving.middleware import (
 )
 from ctxsent.serving.schemas import (
     ERRORS,
+    IGNORED_HEADER,
+    IGNORING,
     Answer,
     Candidate,
     CohereRerank,
@@ -94,8 +96,6 @@ from ctxsent.serving.schemas import (
 from ctxsent.tasks.as2_records import As2Record
 
 T = TypeVar("T")
-#: The answer header naming the fields of a request that had no effect.
-IGNORED_HEADER = "X-Ctxsent-Ignored-Fields"
 
 
 @dataclass(frozen=True)
@@ -429,6 +429,7 @@ def create_app(
             "/rerank",
             response_model=RerankResponse | list[TeiRank],
             response_model_exclude_none=True,
+            responses=IGNORING,
         )
         async def rerank(request: RerankRequest, http: Request, response: Response):
             """TEI's rerank (``texts`` -> a list of ``{index, score, text}``) or Cohere's
@@ -443,15 +444,18 @@ def create_app(
                 for a, s in zip(answers, scores, strict=True)
             ]
 
-        @app.post("/v1/rerank", response_model=RerankResponse, response_model_exclude_none=True)
+        cohere = {"response_model": RerankResponse, "response_model_exclude_none": True}
+
+        @app.post("/v1/rerank", responses=IGNORING, **cohere)
         async def rerank_v1(request: CohereRerank, http: Request, response: Response):
             """Cohere's and Jina's rerank: ``results`` with ``index`` and 0-1
             ``relevance_score`` (the sigmoid of a cross-encoder's or cascade's logit,
             ``(1 + cos) / 2`` for a bi-encoder), best first."""
             return cohere_results(request, *await reranked(request, http, response))
 
-        cohere_v2 = {"summary": "Rerank V2 (Cohere's v2 path)", "response_model_exclude_none": True}
-        app.post("/v2/rerank", response_model=RerankResponse, **cohere_v2)(rerank_v1)
+        app.post("/v2/rerank", summary="Rerank (Cohere's v2 path)", responses=IGNORING, **cohere)(
+            rerank_v1
+        )
 
     async def embedded(http: Request, texts: list[str], normalize: bool, field: str) -> np.ndarray:
         """The embeddings of ``texts`` (L2-normalised when ``normalize``), one row each."""
@@ -467,7 +471,7 @@ def create_app(
             rows = await embedded(http, request.texts, request.normalize, "texts")
             return EncodeResponse(embeddings=rows.tolist(), dim=rows.shape[1])
 
-        @app.post("/embed", response_model=list[list[float]])
+        @app.post("/embed", response_model=list[list[float]], responses=IGNORING)
         async def embed(request: EmbedRequest, http: Request, response: Response):
             """TEI's embed: one vector per input (L2-normalised unless ``normalize`` is false)."""
             report_ignored(response, request)
@@ -475,9 +479,10 @@ def create_app(
             return (await embedded(http, texts, request.normalize, "inputs")).tolist()
 
         # TEI's root route, which huggingface_hub's InferenceClient(model=URL) calls
-        app.post("/", response_model=list[list[float]], summary="Embed (TEI's root)")(embed)
+        root = {"summary": "Embed (TEI's root)", "responses": IGNORING}
+        app.post("/", response_model=list[list[float]], **root)(embed)
 
-        @app.post("/v1/embeddings", response_model=OpenAIEmbeddings)
+        @app.post("/v1/embeddings", response_model=OpenAIEmbeddings, responses=IGNORING)
         async def embeddings(
             request: OpenAIEmbeddingsRequest, http: Request, response: Response
         ) -> OpenAIEmbeddings:

@@ -46,6 +46,22 @@ ERRORS = {
 }
 
 
+#: The answer header naming the fields of a request that had no effect.
+IGNORED_HEADER = "X-Ctxsent-Ignored-Fields"
+#: Its declaration, on the routes in other services' shapes.
+IGNORING = {
+    200: {
+        "headers": {
+            IGNORED_HEADER: {
+                "description": "the request's fields that had no effect (comma-separated, "
+                "percent-encoded)",
+                "schema": {"type": "string"},
+            }
+        }
+    }
+}
+
+
 class Compatible(BaseModel):
     """A request in another service's shape: unknown fields are accepted and ignored."""
 
