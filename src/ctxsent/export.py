@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_path, check_output
+from ctxsent.model_card import write_export_card
 from ctxsent.onnx_runtime import ONNX_CONFIG, ONNX_MODEL, OnnxConfig, Quantization
 from ctxsent.protocols import StagedRanker
 from ctxsent.tasks.as2_records import As2Record
@@ -70,6 +71,7 @@ def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = Fals
     from ctxsent.models.bi_encoder import BiEncoder, BiEncoderRanker
     from ctxsent.models.cross_thought import CrossThoughtModel, CrossThoughtRanker
 
+    backbone = getattr(getattr(encoder, "config", None), "backbone", None)
     if isinstance(encoder, CrossThoughtRanker):
         encoder = encoder.model
     if isinstance(encoder, BiEncoderRanker):
@@ -130,6 +132,8 @@ def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = Fals
         _write_json(
             staged / "config_sentence_transformers.json", {"similarity_fn_name": similarity}
         )
+        kind = "bi-encoder" if normalize else "cross-thought"
+        write_export_card(staged, "sentence-transformers", kind, backbone)
     return Path(out)
 
 
@@ -215,6 +219,7 @@ def export_cross_encoder(ranker, out: str | Path, overwrite: bool = False) -> Pa
             ranker.tokenizer.save_pretrained(staged)
         finally:
             ranker.tokenizer.model_max_length = max_length
+        write_export_card(staged, "cross-encoder", ranker.kind, ranker.config.backbone)
     return Path(out)
 
 
@@ -280,6 +285,8 @@ def export_onnx(
             exported.tokenizer.save_pretrained(staged)
             config = OnnxConfig(exported.kind, exported.contextual, exported.max_length, quantize)
             _write_json(staged / ONNX_CONFIG, asdict(config))
+            backbone = getattr(getattr(model, "config", None), "backbone", None)
+            write_export_card(staged, "onnx", exported.kind, backbone)
     finally:
         model.train(was_training)
     return Path(out)
