@@ -28,29 +28,32 @@ def test_a_setting_has_one_flag_in_every_command():
     takes = {path: {p.name for p in command.params} for path, command in leaves.items()}
     assert {"model", "accelerator"} <= takes["ctxsent serve"] & takes["ctxsent cascade tune"]
     assert {"model", "overwrite"} <= takes["ctxsent export"]
+    assert "model" in takes["ctxsent push"]
     assert "columns" in takes["ctxsent cascade tune"]
     for path in ("corpus build", "data squad-as2", "pipeline build", "cascade sequential"):
         assert "overwrite" in takes[f"ctxsent {path}"]
 
 
-def test_serve_and_export_take_the_model_as_an_option_or_as_before(monkeypatch, tmp_path):
+def test_serve_export_and_push_take_the_model_as_an_option_or_as_before(monkeypatch, tmp_path):
     import uvicorn
 
     import ctxsent.export
+    import ctxsent.model_card
     import ctxsent.serving.app
 
     called = []
     monkeypatch.setattr(ctxsent.export, "export_model", lambda model, *_: called.append(model))
     monkeypatch.setattr(ctxsent.serving.app, "create_app", lambda model, *_, **__: model)
     monkeypatch.setattr(uvicorn, "run", lambda model, **_: called.append(model))
+    monkeypatch.setattr(ctxsent.model_card, "push_to_hub", lambda m, *_: called.append(m) or "")
     out = ["--out", str(tmp_path / "x")]
-    for command in (["export", *out], ["serve"]):
+    for command in (["export", *out], ["serve"], ["push", "--repo-id", "me/m"]):
         assert run_cli(*command, "--model", "bm25").exit_code == 0
         assert run_cli(*command, "bm25").exit_code == 0  # the older, positional form
         for wrong in ([], ["bm25", "--model", "bm25"]):
             refused = run_cli(*command, *wrong)
             assert refused.exit_code == 2 and "give the model once" in refused.output
-    assert called == ["bm25"] * 4
+    assert called == ["bm25"] * 6
     assert json.loads(run_cli("export", *out, "--model", "bm25").stdout)["model"] == "bm25"
 
 

@@ -3,15 +3,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ctxsent.cli.options import ModelArgument, one_model
+
 
 def push(
-    model: Annotated[Path, typer.Argument(help="a saved or exported model folder")],
     repo_id: Annotated[str, typer.Option(help="the Hub repository, OWNER/NAME")],
+    argument: ModelArgument = None,
+    model: Annotated[
+        str | None, typer.Option(help="a saved or exported model folder", show_default=False)
+    ] = None,
     private: Annotated[bool, typer.Option(help="create the repository private")] = False,
     token: Annotated[
         str | None, typer.Option(help="Hub token (default: HF_TOKEN or the saved login)")
@@ -20,4 +24,4 @@ def push(
     """Upload a model folder with its model card to the Hugging Face Hub."""
     from ctxsent.model_card import push_to_hub
 
-    typer.echo(push_to_hub(model, repo_id, private, token))
+    typer.echo(push_to_hub(one_model(argument, model), repo_id, private, token))
