@@ -542,6 +542,11 @@ class CrossThoughtRanker(As2Ranker):
         self.cache: dict[str, torch.Tensor] = {}
         self._cached_weights = -1
 
+    @property
+    def sentence_encoder(self) -> CrossThoughtModel:
+        """The Cross-Thought encoder it ranks with (:class:`~ctxsent.protocols.WrapsEncoder`)."""
+        return self.model
+
     def cache_candidates(
         self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False
     ) -> None:

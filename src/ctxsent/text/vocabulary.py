@@ -18,10 +18,10 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from ctxsent.corpus.document import Document
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_write, read_lines
 
@@ -140,8 +140,9 @@ class TokenizedCorpus:
         return self.tokens[self.ends[i] : min(self.ends[i] + count, self.document_ends[i])]
 
 
-def corpus_sentences(documents: Iterable[Document], limit: int | None = None) -> Iterator[str]:
-    """Sentences of ``documents`` in reading order, at most ``limit``."""
+def corpus_sentences(documents: Iterable[Any], limit: int | None = None) -> Iterator[str]:
+    """Sentences of ``documents`` (:class:`~ctxsent.corpus.document.Document`: paragraphs of
+    sentences) in reading order, at most ``limit``."""
     count = 0
     for document in documents:
         for paragraph in document.paragraphs:
@@ -153,7 +154,7 @@ def corpus_sentences(documents: Iterable[Document], limit: int | None = None) ->
 
 
 def tokenize_corpus(
-    documents: Iterable[Document], vocabulary: Vocabulary, limit: int | None = None
+    documents: Iterable[Any], vocabulary: Vocabulary, limit: int | None = None
 ) -> TokenizedCorpus:
     """Word ids of the first ``limit`` sentences; sentences without words are skipped."""
     tokens: list[int] = []
