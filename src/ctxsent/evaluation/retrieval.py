@@ -25,8 +25,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ctxsent.corpus.readers.squad import load_squad
 from ctxsent.errors import InputError
 from ctxsent.models.baseline_rankers import Bm25Index, BM25Ranker
+from ctxsent.models.cross_thought import CrossThoughtModel, candidate_log_weights
 from ctxsent.resolver import load_retrieval_model
 
 DEFAULT_KS = (1, 5, 20)
@@ -61,8 +63,6 @@ def rank_candidates(
     ``candidates`` restricts the ranking (and the softmax) to those passages; ``self_scores``
     ``(heads,)``, the question's score against itself, joins each head's softmax.
     """
-    from ctxsent.models.cross_thought import candidate_log_weights
-
     if candidates is None:
         candidates = np.arange(head_scores.shape[1])
     scores = torch.from_numpy(head_scores[:, candidates]).double()
@@ -169,8 +169,6 @@ class CosineScorer(DenseScorer):
 
 def scorer_for_model(model, batch_size: int = 64) -> DenseScorer:
     """Attention scoring for Cross-Thought models with cross-sequence layers, else cosine."""
-    from ctxsent.models.cross_thought import CrossThoughtModel
-
     if isinstance(model, CrossThoughtModel) and model.config.cross_sequence:
         return CrossThoughtScorer(model, batch_size)
     return CosineScorer(model, batch_size)
@@ -191,8 +189,6 @@ def squad_paragraph_ranking(
     path: str | Path, questions: int | None = None, seed: int = 0
 ) -> ParagraphRanking:
     """Read a SQuAD file; ``questions`` keeps a seeded random subset of the questions."""
-    from ctxsent.corpus.readers.squad import load_squad
-
     paragraphs, article_of, texts, gold = [], [], [], []
     for article_index, article in enumerate(load_squad(path)):
         for paragraph in article.get("paragraphs", []):

@@ -55,6 +55,7 @@ from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.inference import inference
 from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.models.transformer_ranker import quiet_transformers
 from ctxsent.protocols import encode_inputs
 from ctxsent.saving import (
     check_tensors,
@@ -172,8 +173,6 @@ class CrossSequenceTransformer(nn.Module):
 
 def _bert_config(config: CrossThoughtConfig, overrides: dict | None):
     from transformers import AutoConfig
-
-    from ctxsent.models.transformer_ranker import quiet_transformers
 
     quiet_transformers()
     backbone = AutoConfig.from_pretrained(resolve_backbone(config.backbone), **(overrides or {}))

@@ -19,8 +19,7 @@ Schemas:
   (the corpus row it comes from). ``tokenizer/`` holds the backbone's tokenizer.
 * ``encoder``: one row per document with a sentence that has a word: ``sentences``
   list<list<int32>> (the word ids of its sentences in reading order, paragraphs flattened,
-  sentences without a word dropped: what :func:`~ctxsent.text.vocabulary.tokenize_corpus`
-  gives) and ``document`` int32. ``vocab.txt`` is the
+  sentences without a word dropped) and ``document`` int32. ``vocab.txt`` is the
   :class:`~ctxsent.text.vocabulary.Vocabulary`, counted on the same sentences. Next-window
   and reconstruction examples are cut from these rows when read, so one folder serves
   every preset with its vocabulary settings (``vocab_size``, ``max_sentences``).
@@ -521,9 +520,9 @@ class ArrowChunks:
 class ArrowSentences:
     """An encoder data folder's sentences, read from the memory-mapped table on demand.
 
-    Answers what :class:`~ctxsent.text.vocabulary.TokenizedCorpus` answers for the example
-    datasets (:mod:`~ctxsent.objectives.next_window`, :mod:`~ctxsent.objectives.reconstruct`);
-    it holds only the first sentence index of each document.
+    What the example datasets (:mod:`~ctxsent.objectives.next_window`,
+    :mod:`~ctxsent.objectives.reconstruct`) read; it holds only the first sentence index of
+    each document.
     """
 
     def __init__(self, dataset) -> None:
