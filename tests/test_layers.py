@@ -1,5 +1,6 @@
-"""The layer contract (``[tool.importlinter]`` in pyproject.toml, run by ``make lint``) holds
-for the code, and fails on an import that points up, at module level or inside a function."""
+"""The import contracts (``[tool.importlinter]`` in pyproject.toml, run by ``make lint``) hold
+for the code, and fail on an import that points up the layers or closes a circle inside a
+package, at module level or inside a function."""
 
 from __future__ import annotations
 
@@ -28,16 +29,20 @@ def lint_imports(source: Path) -> subprocess.CompletedProcess:
 def test_every_import_points_down_the_layers():
     result = lint_imports(ROOT / "src")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "ctxsent layers KEPT" in result.stdout
+    assert "ctxsent layers KEPT" in result.stdout and "no import circle KEPT" in result.stdout
 
 
-def test_an_upward_import_breaks_the_contract(tmp_path):
+def test_an_upward_import_or_a_circle_breaks_a_contract(tmp_path):
     package = shutil.copytree(ROOT / "src" / "ctxsent", tmp_path / "ctxsent")
     with (package / "errors.py").open("a") as handle:
         handle.write("\nfrom ctxsent.cli import app  # noqa: E402\n")
     with (package / "saving.py").open("a") as handle:
         handle.write("\n\ndef _hidden():\n    import ctxsent.models.cascade  # noqa: F401\n")
+    with (package / "models" / "staged.py").open("a") as handle:  # cascade imports staged
+        handle.write("\n\ndef _circle():\n    from ctxsent.models import cascade  # noqa: F401\n")
     result = lint_imports(tmp_path)
     assert result.returncode != 0
     assert "ctxsent.errors -> ctxsent.cli" in result.stdout
     assert "ctxsent.saving -> ctxsent.models.cascade" in result.stdout
+    assert "no import circle BROKEN" in result.stdout
+    assert "- .staged -> .cascade" in result.stdout
