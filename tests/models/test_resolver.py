@@ -7,7 +7,8 @@ import pytest
 
 import ctxsent
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.models.baseline_rankers import BiEncoderRanker, BM25Ranker
+from ctxsent.models.baseline_rankers import BM25Ranker
+from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.st_adapters import CrossEncoderAdapter, SentenceTransformerAdapter
 from ctxsent.protocols import Encoder, Ranker
