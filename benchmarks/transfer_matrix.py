@@ -188,8 +188,12 @@ def main() -> None:
                     "zero-shot": cache(f"zero-shot-{target}", zero_shot, records),
                     "bm25": cache(f"bm25-{target}", bm25, records),
                     "fine-tuned": cache(f"{key}-{target}", tuned, records),
-                    "wise": cache(f"{key}-wise{alpha}-{target}", wise, records),
                 }
+                scores["wise"] = (
+                    scores["fine-tuned"]
+                    if alpha == 1.0
+                    else cache(f"{key}-wise{alpha}-{target}", wise, records)
+                )
                 scores["fused"] = fuse(records, scores["fine-tuned"], scores["bm25"], weight)
                 targets[target] = compare(records, scores)
             report["runs"][key] = {

@@ -171,6 +171,13 @@ def as2(
             "negatives"
         ),
     ] = False,
+    hard_negatives: Annotated[
+        bool,
+        typer.Option(
+            help="bi-encoder: keep each question's --max-negatives negatives that the model "
+            "scores highest before training, not random ones"
+        ),
+    ] = False,
     max_length: Annotated[
         int, typer.Option(min=MIN_INPUT_LENGTH, help="tokens per input, all segments included")
     ] = 256,
@@ -222,6 +229,7 @@ def as2(
         loss=loss,
         questions_per_batch=questions_per_batch,
         in_batch_negatives=in_batch_negatives,
+        hard_negatives=hard_negatives,
         precision=precision,
         accelerator=accelerator,
         devices=devices,

@@ -103,6 +103,9 @@ class As2TrainConfig(RunSettings):
     #: Listwise bi-encoders only: each question's softmax also covers the candidates of the
     #: other questions in its batch (on its own process under DDP), as extra negatives.
     in_batch_negatives: bool = False
+    #: Bi-encoders with ``max_negatives_per_question``: keep each question's negatives that
+    #: the model scores highest before training (its zero-shot start), not random ones.
+    hard_negatives: bool = False
     seed: int = 42
 
     def __post_init__(self) -> None:
@@ -115,6 +118,11 @@ class As2TrainConfig(RunSettings):
         super().__post_init__()
         if self.questions_per_batch is not None and self.loss != "listwise":
             raise InputError("applies to the listwise loss only", field="questions_per_batch")
+        if self.hard_negatives and self.max_negatives_per_question is None:
+            raise InputError(
+                "hard negatives are the top max_negatives_per_question of each question",
+                field="hard_negatives",
+            )
         if self.in_batch_negatives and self.loss != "listwise":
             raise InputError(
                 "in-batch negatives extend the listwise loss: use loss 'listwise'",
@@ -235,9 +243,13 @@ class As2RankerSpec:
 
 
 def sample_negatives(
-    records: Sequence[As2Record], max_negatives: int | None, seed: int
+    records: Sequence[As2Record],
+    max_negatives: int | None,
+    seed: int,
+    scores: Sequence[float] | None = None,
 ) -> list[As2Record]:
-    """Keep every positive and at most ``max_negatives`` random negatives per question.
+    """Keep every positive and at most ``max_negatives`` negatives per question: random
+    ones, or with ``scores`` (one per record) the highest-scored (hard negatives).
 
     Large transfer sets (ASNQ, the SQuAD-derived set: ~220 candidates per
     question, ~1-2% positive) are subsampled this way to fit a CPU budget.
@@ -245,13 +257,21 @@ def sample_negatives(
     if max_negatives is None:
         return list(records)
     rng = np.random.default_rng(seed)
+    questions: dict[str, list[int]] = {}
+    for row, record in enumerate(records):
+        questions.setdefault(record.question_id, []).append(row)
     kept = []
-    for group in group_by_question(records).values():
-        negatives = [r for r in group if not r.label]
+    for rows in questions.values():
+        negatives = [row for row in rows if not records[row].label]
         if len(negatives) > max_negatives:
-            chosen = set(rng.choice(len(negatives), max_negatives, replace=False).tolist())
-            negatives = [r for i, r in enumerate(negatives) if i in chosen]
-        kept += [r for r in group if r.label] + negatives
+            if scores is None:
+                picked = rng.choice(len(negatives), max_negatives, replace=False)
+            else:
+                picked = np.argsort([-scores[row] for row in negatives], kind="stable")
+            chosen = set(picked[:max_negatives].tolist())
+            negatives = [row for i, row in enumerate(negatives) if i in chosen]
+        kept += [records[row] for row in rows if records[row].label]
+        kept += [records[row] for row in negatives]
     return kept
 
 
@@ -412,6 +432,12 @@ def finetune_as2(
     out_dir = Path(out_dir)
     check_run_folder(out_dir, overwrite)
     check_output(out_dir / "model", ranker.kind, overwrite)
+    if config.hard_negatives and ranker.kind != BiEncoderRanker.kind:
+        raise InputError(
+            f"hard negatives are mined by the model's zero-shot start, which only a "
+            f"bi-encoder has; this is a {ranker.kind}",
+            field="hard_negatives",
+        )
     if config.in_batch_negatives and ranker.kind != BiEncoderRanker.kind:
         raise InputError(
             f"in-batch negatives need a bi-encoder, which scores any question against any "
@@ -424,7 +450,8 @@ def finetune_as2(
         ranker = ranker.build()  # a bad spec (a max_length beyond the backbone) stops here
     with run_folder(out_dir, settings, state=RUN_STATE, may_change=RUN_LIMITS, overwrite=overwrite):
         out_dir.mkdir(parents=True, exist_ok=True)
-        train = sample_negatives(train, config.max_negatives_per_question, config.seed)
+        mined = ranker.predict(train) if config.hard_negatives else None
+        train = sample_negatives(train, config.max_negatives_per_question, config.seed, mined)
         train_batches, train_questions = _train_batches(train, config)
         steps_per_epoch = -(-len(train_batches) // config.accumulate)
 
