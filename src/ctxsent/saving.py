@@ -91,7 +91,8 @@ def write_model_card(folder: str | Path, training: dict | None = None) -> None:
     folder = Path(folder)
     manifest = read_manifest(folder)
     kind = manifest["kind"]
-    summary = (getattr(_REGISTRY.get(kind), "__doc__", None) or "").strip().splitlines()
+    model_class = _REGISTRY.get(kind)  # registered: its module was imported to save it
+    summary = ((model_class.__doc__ if model_class else None) or "").strip().splitlines()
     lines = [f"# A ctxsent `{kind}` model", "", *summary[:1], ""]
     lines += _table(("setting", "value"), manifest["config"].items(), "`{}`", json.dumps)
     if training:
