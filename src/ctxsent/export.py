@@ -34,9 +34,10 @@ from typing import Any, Literal
 
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_path, check_output
+from ctxsent.model_card import write_export_card
 from ctxsent.onnx_runtime import ONNX_CONFIG, ONNX_MODEL, OnnxConfig, Quantization
 from ctxsent.protocols import StagedRanker, WrapsEncoder
-from ctxsent.resolver import backbone, load
+from ctxsent.resolver import load, zero_shot_backbone
 from ctxsent.saving import is_model_folder
 from ctxsent.tasks.as2_records import As2Record
 
@@ -66,6 +67,7 @@ def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = Fals
     ranker built on either). Anything else is refused with an :class:`InputError` before
     anything is written.
     """
+    backbone = getattr(getattr(encoder, "config", None), "backbone", None)  # for the card
     exported = _exporter(encoder, "sentence-transformers")
     transformer, tokenizer, max_seq_length, pooling, normalize, tokenizer_class = exported
     with atomic_path(out, export_kind("sentence-transformers"), overwrite=overwrite) as staged:
@@ -100,6 +102,8 @@ def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = Fals
         )
         similarity = {"similarity_fn_name": "cosine" if normalize else "dot"}
         _write_json(staged / "config_sentence_transformers.json", similarity)
+        kind = "bi-encoder" if normalize else "cross-thought"
+        write_export_card(staged, "sentence-transformers", kind, backbone)
     return Path(out)
 
 
@@ -182,6 +186,7 @@ def export_cross_encoder(ranker, out: str | Path, overwrite: bool = False) -> Pa
             ranker.tokenizer.save_pretrained(staged)
         finally:
             ranker.tokenizer.model_max_length = max_length
+        write_export_card(staged, "cross-encoder", ranker.kind, ranker.config.backbone)
     return Path(out)
 
 
@@ -258,6 +263,8 @@ def export_onnx(
             exported.tokenizer.save_pretrained(staged)
             config = OnnxConfig(exported.kind, exported.contextual, exported.max_length, quantize)
             _write_json(staged / ONNX_CONFIG, asdict(config))
+            backbone = getattr(getattr(model, "config", None), "backbone", None)
+            write_export_card(staged, "onnx", exported.kind, backbone)
     finally:
         model.train(was_training)
     return Path(out)
@@ -429,7 +436,7 @@ def export_model(
     if to == "sentence-transformers" and not is_model_folder(model):
         from ctxsent.models.bi_encoder import BiEncoder
 
-        encoder = BiEncoder.from_pretrained(backbone(model))
+        encoder = BiEncoder.from_pretrained(zero_shot_backbone(model))
         return export_sentence_transformer(encoder, out, overwrite=overwrite)
     options = {"quantize": quantize} if to == "onnx" else {}
     return EXPORTERS[to](load(model), out, overwrite=overwrite, **options)

@@ -25,7 +25,7 @@ model that is not, say, a :class:`~ctxsent.protocols.Ranker`, naming what it is 
 Anything else is read as a model folder; what is not one gets a one-line
 :class:`~ctxsent.errors.ModelFolderError` saying so.
 
-Every other place that takes a model name asks here: :func:`backbone` (export's zero-shot
+Every other place that takes a model name asks here: :func:`zero_shot_backbone` (export's zero-shot
 bi-encoder), :func:`model_source` (SentEval's embedding cache), :func:`candidate_scores`
 (negative mining), :func:`load_retrieval_model` (paragraph ranking's ``cosine:SPEC``) and
 :func:`build_pipeline` (a pipeline's stages). This module sits above the models: a
@@ -69,7 +69,7 @@ def load(spec: str | Path) -> Any:
     if spec == "bi-encoder" or (prefix == "bi-encoder" and rest) or is_builtin_backbone(spec):
         from ctxsent.models.bi_encoder import BiEncoderRanker
 
-        return BiEncoderRanker(backbone(spec))
+        return BiEncoderRanker(zero_shot_backbone(spec))
     path = Path(spec)
     if not path.exists():
         raise ModelFolderError(f"not a folder, nor a model name ({NAMES})", path=path)
@@ -112,7 +112,7 @@ def load_encoder(spec: str | Path) -> Any:
     return load_as(spec, Encoder, "embed sentences (it has no encode())")
 
 
-def backbone(spec: str) -> str:
+def zero_shot_backbone(spec: str) -> str:
     """The backbone a zero-shot bi-encoder spec names: ``bi-encoder[:BACKBONE]`` (the
     default backbone without one), else ``spec`` itself (a backbone's name, HF folder or
     hub id)."""
@@ -133,7 +133,7 @@ def model_source(spec: str) -> str:
     if prefix in ("st", "ce", "bow") and rest:
         return resolve_backbone(rest)
     # a zero-shot bi-encoder's backbone, a model folder, or the built-in backbone's name
-    return resolve_backbone(DEFAULT_BACKBONE if spec == "random" else backbone(spec))
+    return resolve_backbone(DEFAULT_BACKBONE if spec == "random" else zero_shot_backbone(spec))
 
 
 def candidate_scores(spec: str, batch_size: int = 64) -> CandidateScores:

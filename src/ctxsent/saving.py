@@ -20,10 +20,10 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+from ctxsent import model_card
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.io import MANIFEST, RUN_FILE, atomic_path, atomic_write
+from ctxsent.io import MANIFEST, RUN_FILE, atomic_path
 
-MODEL_CARD = "README.md"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 FORMAT_VERSION = 1
 
@@ -84,51 +84,17 @@ def model_folder(
             (staged / RUN_STAMP).write_text(json.dumps({"run": str(run_file.absolute())}) + "\n")
 
 
-def write_model_card(folder: str | Path, training: dict | None = None) -> None:
-    """Write ``README.md`` for the model in ``folder``: what it is, its settings, how it was
-    trained (``training``: a trainer's summary, with ``dev`` metrics when it has them) and
-    how to use it here and elsewhere."""
-    folder = Path(folder)
+def write_model_card(
+    folder: str | Path, training: dict | None = None, metrics: dict | None = None
+) -> None:
+    """Write the model card of the model in ``folder`` (:mod:`ctxsent.model_card`), with
+    ``training``, a run's report (``dev`` and ``test`` metrics, data, recipe), and
+    ``metrics`` (``{"dev": {...}, "test": {...}}``) when given."""
     manifest = read_manifest(folder)
-    kind = manifest["kind"]
-    model_class = _REGISTRY.get(kind)  # registered: its module was imported to save it
+    kind, config = manifest["kind"], manifest["config"]
+    model_class = _REGISTRY.get(kind)  # registered: its module was imported to save or load it
     summary = ((model_class.__doc__ if model_class else None) or "").strip().splitlines()
-    lines = [f"# A ctxsent `{kind}` model", "", *summary[:1], ""]
-    lines += _table(("setting", "value"), manifest["config"].items(), "`{}`", json.dumps)
-    if training:
-        lines += ["", "## Training", ""]
-        lines += [f"- {k}: `{json.dumps(v)}`" for k, v in training.items() if k != "dev"]
-        metrics = {k: v for k, v in training.get("dev", {}).items() if isinstance(v, float)}
-        if metrics:
-            lines += ["", f"Dev metrics ({METRIC_CONVENTIONS}):", ""]
-            lines += _table(("metric", "value"), metrics.items(), "{:.4f}")
-    name = folder.name
-    lines += [
-        "",
-        "## Use",
-        "",
-        f'`ctxsent.load("{name}")` in Python (the path of this folder); on the command line '
-        f"`ctxsent rank --model {name}`, `ctxsent eval as2 --model {name}`, "
-        f"`ctxsent serve {name}`. Other runtimes: `ctxsent export {name} --to "
-        "sentence-transformers|cross-encoder|onnx --out DIR` writes a folder that "
-        "sentence-transformers or onnxruntime loads, giving the same scores, or refuses a "
-        "model that cannot be exported exactly.",
-    ]
-    with atomic_write(folder / MODEL_CARD) as handle:
-        handle.write("\n".join(lines) + "\n")
-
-
-def _table(header: tuple[str, str], rows, fmt: str = "{}", convert=lambda v: v) -> list[str]:
-    """Markdown table lines for ``(key, value)`` rows, values shown as ``fmt``."""
-    lines = [f"| {header[0]} | {header[1]} |", "|---|---|"]
-    return lines + [f"| {key} | {fmt.format(convert(value))} |" for key, value in rows]
-
-
-#: How the AS2 metrics in model cards are computed (:mod:`ctxsent.evaluation.as2_metrics`).
-METRIC_CONVENTIONS = (
-    "macro averages over questions; ties ranked pessimistically; a question without a "
-    "correct candidate scores 0"
-)
+    model_card.write_model_card(folder, kind, config, (summary or [""])[0], training, metrics)
 
 
 def read_manifest(folder: str | Path) -> dict:

@@ -12,7 +12,7 @@ from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.st_adapters import CrossEncoderAdapter, SentenceTransformerAdapter
 from ctxsent.protocols import Encoder, Ranker
-from ctxsent.resolver import backbone, load_encoder, load_ranker, load_retrieval_model
+from ctxsent.resolver import load_encoder, load_ranker, load_retrieval_model, zero_shot_backbone
 from synthetic import make_records
 
 
@@ -85,5 +85,7 @@ def test_paragraph_ranking_specs_name_an_encoder_and_whether_to_rank_by_cosine(t
         assert type(model) is BiEncoder and by_cosine is cosine
     with pytest.raises(InputError, match="a CrossEncoderAdapter cannot embed passages"):
         load_retrieval_model(f"ce:{tiny_bert}")
-    assert backbone("bi-encoder") == "all-MiniLM-L6-v2" and backbone("bi-encoder:x/y") == "x/y"
-    assert backbone("minilm") == "minilm"
+    assert zero_shot_backbone("bi-encoder") == "all-MiniLM-L6-v2"
+    assert (
+        zero_shot_backbone("bi-encoder:x/y") == "x/y" and zero_shot_backbone("minilm") == "minilm"
+    )

@@ -197,6 +197,7 @@ def as2(
     """
     from ctxsent.evaluation.as2_evaluation import score_as2
     from ctxsent.io import check_output
+    from ctxsent.model_card import update_model_card
     from ctxsent.resolver import candidate_scores, load_ranker
     from ctxsent.tasks.as2_files import parse_columns, read_fine_tuning_files
     from ctxsent.tasks.as2_load import load_as2_sources
@@ -281,6 +282,8 @@ def as2(
     if test:
         ranker = load_ranker(str(out / "model"))
         best["test"] = score_as2(ranker, clean(test), batch_size=config.eval_batch_size)
+    sources = {"train": data or train_file, "dev": dev_data or data or dev_file, "test": test_file}
+    update_model_card(out / "model", best.get("test"), sources)
     typer.echo(json.dumps({"model": str(out / "model"), **best}, indent=2))
 
 
