@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ctxsent.errors import CtxsentError, InputError
 from ctxsent.io import atomic_write
+from ctxsent.presets import is_builtin_backbone
 
 MODEL_CARD = "README.md"
 #: How the AS2 metrics in model cards are computed (:mod:`ctxsent.evaluation.as2_metrics`).
@@ -199,8 +200,6 @@ def _save(folder: Path, data, lines, use: str, metrics=None, sources=None) -> No
 
 def _base_model(backbone: object) -> str | None:
     """The Hub id of a backbone; None for a local folder, which names no Hub model."""
-    from ctxsent.models.backbones import is_builtin_backbone  # imports only ctxsent.errors
-
     if not isinstance(backbone, str) or not backbone or Path(backbone).exists():
         return None
     return _MINILM if is_builtin_backbone(backbone) else backbone

@@ -1,9 +1,10 @@
-"""Saved-model folders and the one loader, :func:`load`.
+"""Saved-model folders: writing one (:func:`model_folder`), reading it strictly.
 
 A ctxsent model folder holds ``ctxsent.json`` (``{"kind": ..., "format": 1,
-"config": {...}}``), weights in safetensors and the tokenizer. :func:`load`
-reads the kind and hands the folder to the registered class. Pickled weights
-(``*.bin``, ``*.pt``) are never loaded.
+"config": {...}}``), weights in safetensors and the tokenizer. A model class registers
+its kind with :func:`register_model`; :func:`ctxsent.models.registry.load_model_folder`
+reads the kind and hands the folder to that class. This module imports no model: it
+sits below them. Pickled weights (``*.bin``, ``*.pt``) are never loaded.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ _REGISTRY: dict[str, type] = {}
 
 
 def register_model(kind: str):
-    """Class decorator: ``load()`` builds folders of ``kind`` with ``cls.from_pretrained``."""
+    """Class decorator: folders of ``kind`` load with ``cls.from_pretrained``."""
 
     def decorate(cls):
         _REGISTRY[kind] = cls
@@ -38,6 +39,12 @@ def register_model(kind: str):
         return cls
 
     return decorate
+
+
+def registered_models() -> dict[str, type]:
+    """The kinds registered so far (:mod:`ctxsent.models.registry` imports the built-in ones)
+    and their classes."""
+    return dict(_REGISTRY)
 
 
 def is_model_folder(path: str | Path) -> bool:
@@ -84,10 +91,10 @@ def write_model_card(
     ``training``, a run's report (``dev`` and ``test`` metrics, data, recipe), and
     ``metrics`` (``{"dev": {...}, "test": {...}}``) when given."""
     manifest = read_manifest(folder)
-    _import_model_modules()
-    summary = ((_REGISTRY[manifest["kind"]].__doc__ or "").strip().splitlines() or [""])[0]
     kind, config = manifest["kind"], manifest["config"]
-    model_card.write_model_card(folder, kind, config, summary, training, metrics)
+    model_class = _REGISTRY.get(kind)  # registered: its module was imported to save or load it
+    summary = ((model_class.__doc__ if model_class else None) or "").strip().splitlines()
+    model_card.write_model_card(folder, kind, config, (summary or [""])[0], training, metrics)
 
 
 def read_manifest(folder: str | Path) -> dict:
@@ -280,27 +287,6 @@ def read_run(out: Path) -> dict | None:
     return stored if isinstance(stored, dict) else None
 
 
-def load(path: str | Path):
-    """Load any saved ctxsent model; the manifest's ``kind`` picks the class.
-
-    Warns when the folder is the model of a training run that has not finished
-    (:func:`warn_if_unfinished`).
-    """
-    manifest = read_manifest(path)
-    warn_if_unfinished(path)
-    _import_model_modules()
-    kind = manifest["kind"]
-    if kind not in _REGISTRY:
-        raise ModelFolderError(
-            f"unknown model kind {kind!r} (known: {', '.join(sorted(_REGISTRY))})",
-            path=Path(path) / MANIFEST,
-            field="kind",
-        )
-    model = _REGISTRY[kind].from_pretrained(Path(path))
-    check_finite_weights(model, path)
-    return model
-
-
 def check_finite_weights(model, path: str | Path) -> None:
     """A :class:`ModelFolderError` naming the first weight tensors of ``model`` (a torch
     module; others pass) that hold NaN or infinity: such a model scores NaN, which
@@ -319,14 +305,3 @@ def check_finite_weights(model, path: str | Path) -> None:
         raise ModelFolderError(
             f"{len(bad)} weight tensors hold NaN or infinity: {shown}", path=path
         )
-
-
-def _import_model_modules() -> None:
-    """Import the modules whose classes register themselves."""
-    import ctxsent.models.bi_encoder  # noqa: F401
-    import ctxsent.models.cascade  # noqa: F401
-    import ctxsent.models.cross_encoder  # noqa: F401
-    import ctxsent.models.cross_thought  # noqa: F401
-    import ctxsent.models.pipeline  # noqa: F401
-    import ctxsent.models.sequential  # noqa: F401
-    from ctxsent.models import mean_max_aae, rnn_cnn  # noqa: F401

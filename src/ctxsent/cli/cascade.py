@@ -73,8 +73,9 @@ def sequential(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Chain independently trained rankers into the Sequential Ranker baseline (paper 4.2)."""
+    from ctxsent.models.registry import load_model_folder
     from ctxsent.models.sequential import build_sequential
 
-    ranker = build_sequential(stage, out, alpha, overwrite)
+    ranker = build_sequential(stage, out, load_model_folder, alpha, overwrite)
     report = {"model": str(out), "depths": ranker.depths, "alphas": ranker.alphas}
     typer.echo(json.dumps(report, indent=2))

@@ -198,7 +198,7 @@ def as2(
     from ctxsent.evaluation.as2_evaluation import score_as2
     from ctxsent.io import check_output
     from ctxsent.model_card import update_model_card
-    from ctxsent.resolver import load_ranker
+    from ctxsent.resolver import candidate_scores, load_ranker
     from ctxsent.tasks.as2_files import parse_columns, read_fine_tuning_files
     from ctxsent.tasks.as2_load import load_as2_sources
     from ctxsent.tasks.as2_records import clean, first_questions
@@ -266,8 +266,9 @@ def as2(
     check_output(out / "model", spec.kind, overwrite)
     column_names = parse_columns(columns) if columns else None
     if not data:
+        mine = candidate_scores(mine_negatives) if mine_negatives else None
         train, dev, test = read_fine_tuning_files(
-            train_file, dev_file, test_file, column_names, mine_negatives, negatives, seed
+            train_file, dev_file, test_file, column_names, mine, negatives, seed
         )
     else:
         train = load_as2_sources(data, train_split, column_names)

@@ -14,8 +14,9 @@ A saved Sequential Ranker is a folder holding the stage folders
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,16 +30,16 @@ from ctxsent.models.staged import (
     resolve_alphas,
     set_alphas,
 )
+from ctxsent.protocols import LayeredRanker
 from ctxsent.saving import model_folder, read_manifest, register_model
 from ctxsent.tasks.as2_records import As2Record
 
 
 def encoder_depth(ranker) -> int:
     """Transformer layers of a stage ranker (its cost per candidate)."""
-    config = getattr(getattr(ranker, "model", None), "config", None)
-    if config is None or not hasattr(config, "num_hidden_layers"):
+    if not isinstance(ranker, LayeredRanker):
         raise InputError(f"a {type(ranker).__name__} has no transformer depth", field="stages")
-    return config.num_hidden_layers
+    return ranker.num_layers
 
 
 @register_model("sequential")
@@ -64,16 +65,18 @@ class SequentialRanker(As2Ranker):
         return len(self.stages)
 
     @classmethod
-    def from_pretrained(cls, path: str | Path) -> SequentialRanker:
-        from ctxsent.saving import load
-
+    def from_pretrained(
+        cls, path: str | Path, load_stage: Callable[[Path], Any]
+    ) -> SequentialRanker:
+        """Load a saved ``sequential`` folder; ``load_stage`` loads each stage's folder
+        (:func:`~ctxsent.models.registry.load_model_folder`)."""
         manifest = read_manifest(path)
         if manifest["kind"] != "sequential":
             raise ModelFolderError(f"holds a {manifest['kind']!r}, not a sequential", path=path)
         count = manifest["config"].get("stages")
         if not isinstance(count, int) or count < 2:
             raise ModelFolderError("manifest needs 'stages' >= 2", path=path, field="stages")
-        stages = [load(Path(path) / f"stage-{i}") for i in range(count)]
+        stages = [load_stage(Path(path) / f"stage-{i}") for i in range(count)]
         return cls(stages, manifest["config"].get("alphas", ()))
 
     def save_pretrained(self, path: str | Path, overwrite: bool = False) -> Path:
@@ -109,16 +112,16 @@ class SequentialRanker(As2Ranker):
 def build_sequential(
     stages: Sequence[str | Path],
     out: str | Path,
+    load_stage: Callable[[Path], Any],
     alpha: str | Sequence[float] | None = None,
     overwrite: bool = False,
 ) -> SequentialRanker:
     """What ``ctxsent cascade sequential`` does: the saved rankers ``stages`` (shallowest
-    first) chained with the drop rates ``alpha`` (:func:`~ctxsent.models.staged.set_alphas`)
-    and saved to ``out``, which is checked before the stages load."""
-    from ctxsent.saving import load
-
+    first; ``load_stage`` loads a folder, as in :meth:`SequentialRanker.from_pretrained`)
+    chained with the drop rates ``alpha`` (:func:`~ctxsent.models.staged.set_alphas`) and
+    saved to ``out``, which is checked before the stages load."""
     check_output(out, SequentialRanker.kind, overwrite)
-    ranker = SequentialRanker([load(folder) for folder in stages])
+    ranker = SequentialRanker([load_stage(Path(folder)) for folder in stages])
     set_alphas(ranker, alpha)
     ranker.save_pretrained(out, overwrite)
     return ranker

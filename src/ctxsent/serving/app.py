@@ -198,7 +198,7 @@ def grouping(model: Any) -> Grouping:
     rankers (BM25's IDF and Cross-Thought's attention over the candidates of a call, a
     sequential ranker) score each request alone and whole.
     """
-    from ctxsent.models.baseline_rankers import BiEncoderRanker
+    from ctxsent.models.bi_encoder import BiEncoderRanker
     from ctxsent.models.transformer_ranker import TransformerRanker
 
     if isinstance(model, Ranker) and not isinstance(model, TransformerRanker | BiEncoderRanker):

@@ -222,7 +222,8 @@ class As2RankerSpec:
 
     def build(self) -> TrainableRanker:
         """The ranker; its new parameters are drawn from torch's global RNG."""
-        from ctxsent.saving import is_model_folder, load
+        from ctxsent.models.registry import load_model_folder as load
+        from ctxsent.saving import is_model_folder
 
         if is_model_folder(self.init):
             ranker = load(self.init).with_context(self.contextual)
