@@ -12,7 +12,8 @@ import ctxsent
 from ctxsent.cli import app
 from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.models.cross_encoder import CrossEncoderRanker
-from ctxsent.models.pipeline import PipelineRanker, build_pipeline
+from ctxsent.models.pipeline import PipelineRanker
+from ctxsent.resolver import build_pipeline
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from synthetic import make_records, spread_attention
 

@@ -12,6 +12,7 @@ from ctxsent.cli import app
 from ctxsent.errors import InputError
 from ctxsent.evaluation.cascade_tuning import simulate_cascade
 from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.models.registry import load_model_folder
 from ctxsent.models.sequential import SequentialRanker, build_sequential
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from synthetic import make_records, make_tiny_bert
@@ -86,7 +87,7 @@ def test_cli_assembles_then_evaluates_with_alpha(stage_folders, tmp_path):
     )
     assert built.exit_code == 0, built.output
     assert json.loads(built.output)["depths"] == [2, 4]
-    build_sequential(stage_folders, tmp_path / "python")  # the command's call
+    build_sequential(stage_folders, tmp_path / "python", load_model_folder)  # the command's call
     manifests = [
         json.loads((folder / "ctxsent.json").read_text()) for folder in (out, tmp_path / "python")
     ]
