@@ -185,5 +185,5 @@ def test_settings_list_the_configs_own_fields_before_the_shared_run_settings():
 
     names = setting_names(EncoderPretrainConfig())
     assert names[:2] == ["model", "vocab_size"] and names.index("precision") == 15
-    shared = ["accumulate", "accelerator", "devices", "strategy", "num_nodes"]
-    assert names[-8:] == [*shared, "eval", "eval_every", "patience"]  # precision: its own
+    shared = ["accumulate", "accelerator", "devices", "strategy", "num_nodes", "keep_checkpoints"]
+    assert names[-9:] == [*shared, "eval", "eval_every", "patience"]  # precision: its own

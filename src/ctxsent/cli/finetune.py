@@ -3,7 +3,6 @@ finetune cross-thought`` (Cross-Thought's Eq. 10 answer selection and Eq. 11 pai
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 from typing import Annotated, Literal
@@ -23,6 +22,7 @@ from ctxsent.cli.options import (
     finite,
     positive,
 )
+from ctxsent.cli.pretrain import KeepCheckpointsOption, report
 from ctxsent.errors import InputError
 from ctxsent.training.settings import (
     MIN_INPUT_LENGTH,
@@ -196,7 +196,6 @@ def as2(
         As2TrainConfig,
         finetune_as2,
     )
-    from ctxsent.training.runs import check_run_folder
 
     if cascade:
         if arch not in (None, "cascade"):
@@ -249,7 +248,7 @@ def as2(
             "one of the two",
             field="data",
         )
-    check_run_folder(out, overwrite)  # before the data loads
+    check_output(out, "run", overwrite)  # before the data loads
     check_output(out / "model", spec.kind, overwrite)
     column_names = parse_columns(columns) if columns else None
     if data is None:
@@ -264,11 +263,11 @@ def as2(
     dev = clean(dev) if dev_clean else dev
     if dev_questions is not None:
         dev = first_questions(dev, dev_questions)
-    best = finetune_as2(spec, train, dev, out, config, overwrite)
+    record = finetune_as2(spec, train, dev, out, config, overwrite)
     if test:
         ranker = load_ranker(str(out / "model"))
-        best["test"] = score_as2(ranker, clean(test), batch_size=config.eval_batch_size)
-    typer.echo(json.dumps({"model": str(out / "model"), **best}, indent=2))
+        record["metrics"]["test"] = score_as2(ranker, clean(test), config.eval_batch_size)
+    report(record, out)
 
 
 def _exit_layers(text: str) -> tuple[int, ...]:
@@ -307,16 +306,21 @@ def cross_thought(
     backbone: Annotated[str, typer.Option(help="with --init backbone: the encoder")] = (
         "all-MiniLM-L6-v2"
     ),
+    precision: PrecisionOption = "auto",
+    accelerator: AcceleratorOption = "auto",
+    devices: DevicesOption = "auto",
+    strategy: StrategyOption = "auto",
+    num_nodes: NumNodesOption = 1,
+    keep_checkpoints: KeepCheckpointsOption = False,
     overwrite: OverwriteOption = False,
 ) -> None:
-    """Fine-tune a pre-trained Cross-Thought: answer selection (Eq. 10) or pairs (Eq. 11)."""
+    """Fine-tune a pre-trained Cross-Thought: answer selection (Eq. 10) or pairs (Eq. 11);
+    resumable."""
     from ctxsent.training.cross_thought_train import (
         CrossThoughtFineTuneConfig,
         finetune_cross_thought,
     )
-    from ctxsent.training.runs import check_run_folder
 
-    check_run_folder(out, overwrite)
     as2 = task == "as2"
     config = CrossThoughtFineTuneConfig(
         learning_rate=lr or (5e-5 if as2 else 2e-5),
@@ -325,6 +329,11 @@ def cross_thought(
         negatives=negatives,
         eval_every=eval_every,
         seed=seed,
+        precision=precision,
+        accelerator=accelerator,
+        devices=devices,
+        strategy=strategy,
+        num_nodes=num_nodes,
+        keep_checkpoints=keep_checkpoints,
     )
-    result = finetune_cross_thought(task, init, out, data, config, backbone, overwrite)
-    typer.echo(json.dumps(result, indent=2))
+    report(finetune_cross_thought(task, init, out, data, config, backbone, overwrite), out)

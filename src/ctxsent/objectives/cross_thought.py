@@ -301,10 +301,20 @@ def answer_selection_loss(
     return -log_alpha[positives].mean()
 
 
+def _step_rng(rng: np.random.Generator, generator: torch.Generator | None) -> np.random.Generator:
+    """The step's draws: from the engine's generator of the step when it hands one (a
+    resumed run draws what an uninterrupted one would), else from ``rng``."""
+    if generator is None:
+        return rng
+    seed = torch.randint(2**62, (1,), generator=generator, device=generator.device)
+    return np.random.default_rng(int(seed))
+
+
 class AnswerSelectionObjective(nn.Module):
     """Eq. 10 fine-tuning (section 3.3): each step draws ``batch_size`` of the question
     ``groups`` (their records; each has a positive), each with its positives and up to
-    ``negatives`` sampled negatives, from one generator seeded by ``seed``, and averages
+    ``negatives`` sampled negatives, from the step's generator (else one seeded by
+    ``seed``), and averages
     :func:`answer_selection_loss` over them. Each distinct text is embedded once a step."""
 
     def __init__(
@@ -321,7 +331,7 @@ class AnswerSelectionObjective(nn.Module):
         self.rng = np.random.default_rng(seed)
 
     def forward(self, step, generator=None) -> dict[str, torch.Tensor]:
-        rng, groups = self.rng, self.groups
+        rng, groups = _step_rng(self.rng, generator), self.groups
         chosen = rng.choice(len(groups), min(self.batch_size, len(groups)), replace=False)
         questions, candidate_lists = [], []
         for index in chosen:
@@ -348,7 +358,7 @@ class AnswerSelectionObjective(nn.Module):
 
 class PairClassificationObjective(nn.Module):
     """Eq. 11 fine-tuning: cross-entropy of ``classifier`` on ``batch_size`` of the labelled
-    ``pairs`` a step, drawn from one generator seeded by ``seed``."""
+    ``pairs`` a step, drawn from the step's generator (else one seeded by ``seed``)."""
 
     def __init__(self, classifier: PairClassifier, pairs, batch_size: int, seed: int) -> None:
         super().__init__()
@@ -358,6 +368,8 @@ class PairClassificationObjective(nn.Module):
 
     def forward(self, step, generator=None) -> dict[str, torch.Tensor]:
         pairs = self.pairs
-        rows = self.rng.choice(len(pairs), min(self.batch_size, len(pairs)), replace=False)
+        rows = _step_rng(self.rng, generator).choice(
+            len(pairs), min(self.batch_size, len(pairs)), replace=False
+        )
         logits = self.classifier([pairs.first[i] for i in rows], [pairs.second[i] for i in rows])
         return {"loss": nn.functional.cross_entropy(logits, self.labels[rows])}

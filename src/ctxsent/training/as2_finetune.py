@@ -9,7 +9,7 @@ to zero), gradients clipped at 1.0, dev MAP measured every
 without improvement (the paper: 5). The best model so far is always saved as
 a ctxsent folder ``OUT/model``; ``OUT/checkpoints/last.ckpt`` lets an
 interrupted run resume where it stopped, and ``OUT/run.json`` holds the run's
-settings and says whether it finished (:mod:`ctxsent.training.runs`).
+settings, progress, best step and metrics (:class:`ctxsent.training.runs.TrainingRun`).
 
 TANDA (Garg et al. 2020; Cascade paper, section 5.2) is two calls: transfer on
 a large AS2 set, then adapt the saved model on the target set.
@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import lightning as L
 import numpy as np
@@ -43,7 +43,6 @@ from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError, check_choice, check_range
 from ctxsent.evaluation.as2_evaluation import As2Evaluator
-from ctxsent.io import check_output
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.bi_encoder import NOT_CONTEXTUAL, BiEncoderRanker
 from ctxsent.models.cascade import CascadeRanker
@@ -51,8 +50,8 @@ from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.transformer_ranker import TransformerRanker
 from ctxsent.objectives.as2 import As2Objective
 from ctxsent.tasks.as2_records import As2Record, group_by_question
-from ctxsent.training.engine import Evaluation, OptimizerSettings, keep_best, train_objective
-from ctxsent.training.runs import check_run_folder, finish_run, records_digest, run_folder
+from ctxsent.training.engine import Evaluation, OptimizerSettings, train_objective
+from ctxsent.training.runs import TrainingRun, records_digest
 from ctxsent.training.sampling import LengthGroupedBatches, QuestionBatches
 from ctxsent.training.settings import (
     ARCHS,
@@ -62,10 +61,6 @@ from ctxsent.training.settings import (
     warn_uneven_accumulation,
 )
 
-#: What a fine-tuning run writes to ``OUT`` that an ``overwrite`` run starts without.
-RUN_STATE = ("checkpoints", "model", "best.json")
-#: Settings a resumed run may change: more epochs or steps go on from the checkpoint.
-RUN_LIMITS = ("train.epochs", "train.max_steps", "train.patience")
 #: The rankers :func:`finetune_as2` trains.
 TrainableRanker = TransformerRanker | BiEncoderRanker
 
@@ -104,6 +99,8 @@ class As2TrainConfig(RunSettings):
     #: other questions in its batch (on its own process under DDP), as extra negatives.
     in_batch_negatives: bool = False
     seed: int = 42
+    #: more epochs or steps go on from the checkpoint
+    limits: ClassVar[tuple[str, ...]] = ("epochs", "max_steps", "patience")
 
     def __post_init__(self) -> None:
         check_range(self, "learning_rate head_lr_scale temperature", 0, above=True)
@@ -393,40 +390,43 @@ def finetune_as2(
 ) -> dict:
     """Train ``ranker`` on ``train``, choose on ``dev`` MAP, save the best to ``OUT/model``.
 
-    An existing ``OUT/model`` is replaced if it holds a model of the same kind (a re-run)
-    or ``overwrite`` is given, else refused before training (:func:`~ctxsent.io.check_output`).
-    A rerun resumes only with the same settings and data (:mod:`~ctxsent.training.runs`);
-    ``overwrite`` starts it again instead, removing :data:`RUN_STATE` first.
+    ``OUT`` is a run folder (:class:`~ctxsent.training.runs.TrainingRun`): an existing
+    ``OUT/model`` is replaced if it holds a model of the same kind (a re-run) or
+    ``overwrite`` is given, else refused before training; a rerun resumes only with the
+    same settings and data; ``overwrite`` starts it again instead.
 
     An :class:`As2RankerSpec` is built after seeding with ``config.seed``, so the run is
     reproducible from the seed; a ranker built beforehand keeps the initialisation the
     global RNG gave it then. Resumes from ``OUT/checkpoints/last.ckpt`` when it exists.
-    Returns the best dev metrics and the step they were reached at.
+    Returns the run's record (``OUT/run.json``): its ``best`` holds the best dev metrics and
+    the step they were reached at.
     """
     config = config or As2TrainConfig()
-    out_dir = Path(out_dir)
-    check_run_folder(out_dir, overwrite)
-    check_output(out_dir / "model", ranker.kind, overwrite)
+    if isinstance(ranker, As2RankerSpec):
+        model = asdict(ranker)
+    else:
+        model = {"kind": ranker.kind, **asdict(ranker.config)}
+    data = {"train": records_digest(train), "dev": records_digest(dev)}
+    run = TrainingRun(out_dir, config, ranker.kind, model=model, data=data, overwrite=overwrite)
     if config.in_batch_negatives and ranker.kind != BiEncoderRanker.kind:
         raise InputError(
             f"in-batch negatives need a bi-encoder, which scores any question against any "
             f"candidate; this is a {ranker.kind}",
             field="in_batch_negatives",
         )
-    settings = _run_settings(ranker, train, dev, config)
-    L.seed_everything(config.seed, verbose=False)
-    if isinstance(ranker, As2RankerSpec):
-        ranker = ranker.build()  # a bad spec (a max_length beyond the backbone) stops here
-    with run_folder(out_dir, settings, state=RUN_STATE, may_change=RUN_LIMITS, overwrite=overwrite):
-        out_dir.mkdir(parents=True, exist_ok=True)
+    build = ranker.build if isinstance(ranker, As2RankerSpec) else lambda: ranker
+    with run.started(build) as ranker:  # a bad spec (a max_length too long) stops here
         train = sample_negatives(train, config.max_negatives_per_question, config.seed)
         train_batches, train_questions = _train_batches(train, config)
         steps_per_epoch = -(-len(train_batches) // config.accumulate)
 
+        def save() -> None:
+            ranker.save_pretrained(run.model_dir)
+
         trained = train_objective(
             As2Objective(ranker, config, train_questions),
             _loader(ranker, train, train_batches),
-            out_dir,
+            run.out,
             config,
             optimizer_settings(ranker, config),
             seed=config.seed,
@@ -438,40 +438,17 @@ def finetune_as2(
                 ranker,
                 every=min(config.eval_every, steps_per_epoch * config.epochs),
                 patience=config.patience,
-                on_best=keep_best(
-                    out_dir,
-                    lambda: ranker.save_pretrained(out_dir / "model"),
-                    {"train": asdict(config)},
-                ),
+                on_best=run.keep_best(save),
             ),
             callbacks=[ReleaseFreeHeap()],
             seeded_steps=False,
             strategy=_strategy(config, ranker),
         )
-        trained.trainer.strategy.barrier()  # rank 0 writes best.json
-        best = json.loads((out_dir / "best.json").read_text())
-        if trained.is_global_zero:
-            data = {name: _data_size(records) for name, records in (("train", train), ("dev", dev))}
-            finish_run(out_dir, {**best, "data": data})
-        return best
+        sizes = {name: _data_size(records) for name, records in (("train", train), ("dev", dev))}
+        return run.finish(trained, data=sizes)
 
 
 def _data_size(records: Sequence[As2Record]) -> str:
     questions = len(group_by_question(records))
     positives = sum(1 for r in records if r.label)
     return f"{questions} questions, {len(records)} pairs, {positives} correct"
-
-
-def _run_settings(
-    ranker: TrainableRanker | As2RankerSpec,
-    train: Sequence[As2Record],
-    dev: Sequence[As2Record],
-    config: As2TrainConfig,
-) -> dict:
-    """What a resumed run must share with the run it resumes (:mod:`ctxsent.training.runs`)."""
-    if isinstance(ranker, As2RankerSpec):
-        model = asdict(ranker)
-    else:
-        model = {"kind": ranker.kind, **asdict(ranker.config)}
-    data = {"train": records_digest(train), "dev": records_digest(dev)}
-    return {"train": asdict(config), "model": model, "data": data}
