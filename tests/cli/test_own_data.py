@@ -132,3 +132,23 @@ def test_rank_reads_an_own_file_with_its_columns(tmp_path):
         ]
     mixed, _ = invoke("rank", "--data", str(path), "--question", "who?", "--model", "bm25")
     assert mixed.exit_code == 2 and "--data alone" in mixed.output
+
+
+def test_finetune_trains_on_several_sets_at_once(tmp_path, tiny_bert):
+    from ctxsent.tasks.as2_jsonl import write_as2_jsonl
+
+    specs = []
+    for name in ("first", "second"):  # the same question ids in both: kept apart
+        (tmp_path / name).mkdir()
+        write_as2_jsonl(synthetic_as2(6, seed=1), tmp_path / name / "train.jsonl")
+        write_as2_jsonl(synthetic_as2(2, seed=2), tmp_path / name / "dev.jsonl")
+        specs += ["--data", f"squad-as2:{tmp_path / name}"]
+    out = tmp_path / "run"
+    trained, report = invoke(
+        "finetune", "as2", *specs, "--out", str(out), "--init", str(tiny_bert),
+        "--max-steps", "1", "--batch-size", "8", "--max-length", "32",
+    )  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    assert report["best"]["dev"]["questions"] == 4
+    assert report["progress"]["stopped"] == "max_steps"
+    assert "12 questions" in (out / "model" / "README.md").read_text()

@@ -86,3 +86,15 @@ def test_path_errors(data_root: Path, monkeypatch, spec: str, split: str | None,
     with pytest.raises(InputError, match=re.escape(message)) as caught:
         load_as2(spec, split)
     assert str(caught.value).startswith(spec.partition(":")[2])
+
+
+def test_several_sets_mix_into_one_keeping_equal_ids_apart():
+    from ctxsent.tasks.as2_load import mix_sources
+    from ctxsent.tasks.as2_records import As2Record, group_by_question
+
+    first = [As2Record("Q1", "who?", "a", 1), As2Record("Q1", "who?", "b", 0)]
+    second = [As2Record("Q1", "when?", "c", 1)]
+    mixed = mix_sources([first, second])
+    assert [r.question_id for r in mixed] == ["0:Q1", "0:Q1", "1:Q1"]
+    assert len(group_by_question(mixed)) == 2
+    assert mix_sources([first]) == first

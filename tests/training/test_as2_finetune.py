@@ -33,6 +33,16 @@ def test_sample_negatives_keeps_every_positive():
     assert sample_negatives(records, None, 0) == records
 
 
+def test_hard_negatives_are_the_highest_scored_ones():
+    records = synthetic_as2(3, seed=0)
+    scores = [float(i % 5) for i in range(len(records))]
+    kept = sample_negatives(records, max_negatives=1, seed=0, scores=scores)
+    for question in {r.question_id for r in records}:
+        rows = [i for i, r in enumerate(records) if r.question_id == question and not r.label]
+        hardest = max(rows, key=lambda i: (scores[i], -i))
+        assert [r for r in kept if r.question_id == question and not r.label] == [records[hardest]]
+
+
 def test_length_grouped_batches_cover_every_index_once_and_depend_on_epoch():
     lengths = list(np.random.default_rng(0).integers(1, 100, size=103))
     sampler = LengthGroupedBatches(lengths, batch_size=8, seed=3, group=4)

@@ -68,6 +68,13 @@ def test_stops_after_patience_evaluations_without_a_better_primary_metric(tmp_pa
     assert saved == [2, 4]
     assert trained.best["step"] == 4 and trained.best["metrics"]["score"] == 0.5
     assert trained.metrics["dev_score"] == pytest.approx(0.2) and trained.metrics["dev_calls"] == 4
+    assert trained.stopped == "patience"
+
+
+def test_a_run_says_why_it_stopped(tmp_path):
+    improving = Evaluation(Scripted([0.1, 0.2, 0.3, 0.4]), None, every=2, patience=1)
+    assert _train(tmp_path / "steps", improving, steps=6).stopped == "max_steps"
+    assert _train(tmp_path / "plain", steps=3).stopped == "max_steps"
 
 
 def test_evaluates_after_the_last_step_and_at_the_start_when_asked(tmp_path):

@@ -38,7 +38,11 @@ def as2(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option(help="run folder; the best model goes to OUT/model")],
     data: Annotated[
-        str | None, typer.Option(help="NAME:PATH, e.g. wikiqa:DIR, squad-as2:DIR, hf:NAME")
+        list[str] | None,
+        typer.Option(
+            help="NAME:PATH, e.g. wikiqa:DIR, squad-as2:DIR, hf:NAME; repeat it to train on "
+            "several sets at once (batches mix their questions; dev: all their dev splits)"
+        ),
     ] = None,
     train_file: Annotated[
         str | None,
@@ -167,6 +171,13 @@ def as2(
             "negatives"
         ),
     ] = False,
+    hard_negatives: Annotated[
+        bool,
+        typer.Option(
+            help="bi-encoder: keep each question's --max-negatives negatives that the model "
+            "scores highest before training, not random ones"
+        ),
+    ] = False,
     max_length: Annotated[
         int, typer.Option(min=MIN_INPUT_LENGTH, help="tokens per input, all segments included")
     ] = 256,
@@ -188,7 +199,7 @@ def as2(
     from ctxsent.io import check_output
     from ctxsent.resolver import load_ranker
     from ctxsent.tasks.as2_files import parse_columns, read_fine_tuning_files
-    from ctxsent.tasks.as2_load import load_as2
+    from ctxsent.tasks.as2_load import load_as2_sources
     from ctxsent.tasks.as2_records import clean, first_questions
     from ctxsent.training.as2_finetune import (
         ARCH_DEFAULTS,
@@ -217,6 +228,7 @@ def as2(
         loss=loss,
         questions_per_batch=questions_per_batch,
         in_batch_negatives=in_batch_negatives,
+        hard_negatives=hard_negatives,
         precision=precision,
         accelerator=accelerator,
         devices=devices,
@@ -242,7 +254,7 @@ def as2(
         settings["questions_per_batch"] = questions_per_batch
     config = As2TrainConfig(**settings)
     own_files = bool(train_file or dev_file or test_file or mine_negatives)
-    if (data is not None) == own_files or own_files and not (train_file and dev_file):
+    if bool(data) == own_files or own_files and not (train_file and dev_file):
         raise InputError(
             "expected --data SPEC or --train FILE --dev FILE [--test FILE] [--mine-negatives], "
             "one of the two",
@@ -251,13 +263,13 @@ def as2(
     check_output(out, "run", overwrite)  # before the data loads
     check_output(out / "model", spec.kind, overwrite)
     column_names = parse_columns(columns) if columns else None
-    if data is None:
+    if not data:
         train, dev, test = read_fine_tuning_files(
             train_file, dev_file, test_file, column_names, mine_negatives, negatives, seed
         )
     else:
-        train = load_as2(data, train_split, column_names)
-        dev = load_as2(dev_data or data, dev_split, column_names)
+        train = load_as2_sources(data, train_split, column_names)
+        dev = load_as2_sources([dev_data] if dev_data else data, dev_split, column_names)
         test = []
     train = clean(train) if train_clean else train
     dev = clean(dev) if dev_clean else dev

@@ -9,8 +9,8 @@ a file, in which case ``split`` must be left out. A user's own file (``.tsv``, `
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ctxsent.errors import InputError
@@ -89,6 +89,26 @@ def load_as2(
     if split is not None:
         raise InputError(f"a split ({split!r}) selects a file in a folder; got a file", path=path)
     return fmt.read(path)
+
+
+def load_as2_sources(
+    specs: Sequence[str], split: str | None = None, columns: dict[str, str] | None = None
+) -> list[As2Record]:
+    """The records of several AS2 sets as one list (:func:`mix_sources`)."""
+    return mix_sources([load_as2(spec, split, columns) for spec in specs])
+
+
+def mix_sources(sets: Sequence[Sequence[As2Record]]) -> list[As2Record]:
+    """Several AS2 sets as one, for multi-source training: a batch of whole questions then
+    mixes sets in proportion to their questions. With more than one set, question ids get
+    their set's number (``"1:Q12"``) so that equal ids of two sets stay two questions."""
+    if len(sets) == 1:
+        return list(sets[0])
+    return [
+        replace(record, question_id=f"{number}:{record.question_id}")
+        for number, records in enumerate(sets)
+        for record in records
+    ]
 
 
 def evaluation_records(

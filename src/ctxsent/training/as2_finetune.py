@@ -98,6 +98,9 @@ class As2TrainConfig(RunSettings):
     #: Listwise bi-encoders only: each question's softmax also covers the candidates of the
     #: other questions in its batch (on its own process under DDP), as extra negatives.
     in_batch_negatives: bool = False
+    #: Bi-encoders with ``max_negatives_per_question``: keep each question's negatives that
+    #: the model scores highest before training (its zero-shot start), not random ones.
+    hard_negatives: bool = False
     seed: int = 42
     #: more epochs or steps go on from the checkpoint
     limits: ClassVar[tuple[str, ...]] = ("epochs", "max_steps", "patience")
@@ -112,6 +115,11 @@ class As2TrainConfig(RunSettings):
         super().__post_init__()
         if self.questions_per_batch is not None and self.loss != "listwise":
             raise InputError("applies to the listwise loss only", field="questions_per_batch")
+        if self.hard_negatives and self.max_negatives_per_question is None:
+            raise InputError(
+                "hard negatives are the top max_negatives_per_question of each question",
+                field="hard_negatives",
+            )
         if self.in_batch_negatives and self.loss != "listwise":
             raise InputError(
                 "in-batch negatives extend the listwise loss: use loss 'listwise'",
@@ -123,7 +131,10 @@ class As2TrainConfig(RunSettings):
 #: "The best CPU-trained model"), as :class:`As2TrainConfig` settings for a bi-encoder: 8
 #: questions per step, each with its positives and up to 15 negatives, a softmax over its
 #: candidates' ``cosine / 0.05``; AdamW lr 5e-5 without weight decay, 10% warm-up then linear
-#: decay, clipping 1.0; 300 steps (``epochs`` only bounds them), dev MAP every 100.
+#: decay, clipping 1.0; a 300-step schedule (``epochs`` only bounds it), dev MAP every 20
+#: steps, stopping after 2 evaluations without a better one: dev peaked at step 100 of 300
+#: for every seed (BENCHMARKS.md), so a run usually stops near step 140 with the model the
+#: 300-step run would have kept.
 #: Differences from that loop: the negatives are sampled once per run, not per step (WikiQA:
 #: only questions with over 15 negatives differ); a question with several positives
 #: maximises their summed probability rather than averaging ``-log p`` over them; the
@@ -136,7 +147,8 @@ BI_ENCODER_RECIPE: dict[str, object] = {
     "max_negatives_per_question": 15,
     "max_steps": 300,
     "epochs": 1000,
-    "eval_every": 100,
+    "eval_every": 20,
+    "patience": 2,
     "warmup_ratio": 0.1,
     "weight_decay": 0.0,
     "max_grad_norm": 1.0,
@@ -227,9 +239,13 @@ class As2RankerSpec:
 
 
 def sample_negatives(
-    records: Sequence[As2Record], max_negatives: int | None, seed: int
+    records: Sequence[As2Record],
+    max_negatives: int | None,
+    seed: int,
+    scores: Sequence[float] | None = None,
 ) -> list[As2Record]:
-    """Keep every positive and at most ``max_negatives`` random negatives per question.
+    """Keep every positive and at most ``max_negatives`` negatives per question: random
+    ones, or with ``scores`` (one per record) the highest-scored (hard negatives).
 
     Large transfer sets (ASNQ, the SQuAD-derived set: ~220 candidates per
     question, ~1-2% positive) are subsampled this way to fit a CPU budget.
@@ -237,13 +253,21 @@ def sample_negatives(
     if max_negatives is None:
         return list(records)
     rng = np.random.default_rng(seed)
+    questions: dict[str, list[int]] = {}
+    for row, record in enumerate(records):
+        questions.setdefault(record.question_id, []).append(row)
     kept = []
-    for group in group_by_question(records).values():
-        negatives = [r for r in group if not r.label]
+    for rows in questions.values():
+        negatives = [row for row in rows if not records[row].label]
         if len(negatives) > max_negatives:
-            chosen = set(rng.choice(len(negatives), max_negatives, replace=False).tolist())
-            negatives = [r for i, r in enumerate(negatives) if i in chosen]
-        kept += [r for r in group if r.label] + negatives
+            if scores is None:
+                picked = rng.choice(len(negatives), max_negatives, replace=False)
+            else:
+                picked = np.argsort([-scores[row] for row in negatives], kind="stable")
+            chosen = set(picked[:max_negatives].tolist())
+            negatives = [row for i, row in enumerate(negatives) if i in chosen]
+        kept += [records[row] for row in rows if records[row].label]
+        kept += [records[row] for row in negatives]
     return kept
 
 
@@ -408,6 +432,12 @@ def finetune_as2(
         model = {"kind": ranker.kind, **asdict(ranker.config)}
     data = {"train": records_digest(train), "dev": records_digest(dev)}
     run = TrainingRun(out_dir, config, ranker.kind, model=model, data=data, overwrite=overwrite)
+    if config.hard_negatives and ranker.kind != BiEncoderRanker.kind:
+        raise InputError(
+            f"hard negatives are mined by the model's zero-shot start, which only a "
+            f"bi-encoder has; this is a {ranker.kind}",
+            field="hard_negatives",
+        )
     if config.in_batch_negatives and ranker.kind != BiEncoderRanker.kind:
         raise InputError(
             f"in-batch negatives need a bi-encoder, which scores any question against any "
@@ -416,7 +446,8 @@ def finetune_as2(
         )
     build = ranker.build if isinstance(ranker, As2RankerSpec) else lambda: ranker
     with run.started(build) as ranker:  # a bad spec (a max_length too long) stops here
-        train = sample_negatives(train, config.max_negatives_per_question, config.seed)
+        mined = ranker.predict(train) if config.hard_negatives else None
+        train = sample_negatives(train, config.max_negatives_per_question, config.seed, mined)
         train_batches, train_questions = _train_batches(train, config)
         steps_per_epoch = -(-len(train_batches) // config.accumulate)
 

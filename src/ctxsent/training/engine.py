@@ -325,6 +325,17 @@ class Trained:
         return self.module.best
 
     @property
+    def stopped(self) -> str:
+        """Why training ended: ``"patience"`` (that many evaluations without a better dev
+        metric), ``"max_steps"``, ``"max_time"`` or ``"epochs"`` (the data ran out)."""
+        trainer, early = self.trainer, self.trainer.early_stopping_callback
+        if early is not None and early.wait_count >= early.patience:
+            return "patience"
+        if 0 < trainer.max_steps <= trainer.global_step:
+            return "max_steps"
+        return "max_time" if trainer.should_stop else "epochs"
+
+    @property
     def is_global_zero(self) -> bool:
         return self.trainer.is_global_zero
 

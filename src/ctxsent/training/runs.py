@@ -242,6 +242,7 @@ class TrainingRun:
             "seconds_this_run": round(trained.seconds, 1),
             "resumed": trained.resumed,
             "tokens_seen": trained.module.tokens_seen,
+            "stopped": trained.stopped,  # why: patience, max_steps, max_time or epochs
         }
         best = trained.best and {"step": trained.best["step"], "dev": trained.best["metrics"]}
         last = {"loss" if k == "train_loss" else k: v for k, v in trained.metrics.items()}

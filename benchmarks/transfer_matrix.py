@@ -1,0 +1,212 @@
+"""Does fine-tuning gain everywhere? Train on each source, test on every AS2 set we have.
+
+Sources: WikiQA, SQuAD-AS2 and both together (``load_as2_sources``), each trained with
+``finetune_as2`` on a bi-encoder from MiniLM with the bi-encoder recipe plus
+``--set NAME=VALUE`` overrides; early stopping on the
+source's dev (WikiQA dev-clean; SQuAD-AS2's first ``--squad-dev-questions`` dev questions,
+which span its 7 articles). Targets: WikiQA test-clean, SelQA test and SQuAD-AS2 test,
+each against zero-shot MiniLM and BM25 with paired 95% bootstrap intervals over questions.
+
+Chosen on the source's dev only, never on a test split:
+* ``wise``: WiSE-FT, the fine-tuned weights mixed with MiniLM's (``choose_mixing``);
+* ``fused``: reciprocal rank fusion with BM25, BM25's weight from :data:`FUSION_WEIGHTS`.
+
+Every run and every score vector is cached under ``--out`` (a killed job goes on where it
+stopped). Prints one JSON object; ``matrix.json`` in ``--out`` holds it too.
+
+    HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 nice -n 10 python benchmarks/transfer_matrix.py \
+        --out runs/matrix --squad runs/squad-as2 --seeds 42 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from speed_common import machine
+
+import ctxsent
+from ctxsent.evaluation.as2_metrics import per_question_as2_metrics
+from ctxsent.evaluation.significance import paired_bootstrap
+from ctxsent.models.pipeline import average_ranks
+from ctxsent.tasks.as2_load import load_as2, mix_sources
+from ctxsent.tasks.as2_records import As2Record, clean, first_questions
+from ctxsent.training.as2_finetune import (
+    BI_ENCODER_RECIPE,
+    As2RankerSpec,
+    As2TrainConfig,
+    finetune_as2,
+)
+from ctxsent.training.weight_averaging import choose_mixing
+
+#: BM25's weight in the fusion (the fine-tuned ranker's is 1); 0 keeps the ranker alone.
+FUSION_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: Reciprocal rank fusion's constant (Cormack et al., 2009), as the pipeline's default.
+RRF_K = 60
+SOURCES = {"wikiqa": ("wikiqa",), "squad": ("squad",), "both": ("wikiqa", "squad")}
+TARGETS = ("wikiqa", "selqa", "squad")
+METRICS = ("map", "mrr", "p@1")
+
+
+def data_sets(root: str, squad: str, squad_dev_questions: int) -> dict[str, dict[str, list]]:
+    """Each set's splits as the matrix uses them: train whole, dev and test clean."""
+    specs = {"wikiqa": f"wikiqa:{root}/wikiqa", "selqa": f"selqa:{root}/selqa"}
+    specs["squad"] = f"squad-as2:{squad}"
+    sets: dict[str, dict[str, list]] = {}
+    for name, spec in specs.items():
+        sets[name] = {"dev": clean(load_as2(spec, "dev")), "test": clean(load_as2(spec, "test"))}
+        if name != "selqa":
+            sets[name]["train"] = clean(load_as2(spec, "train"))
+    sets["squad"]["dev"] = first_questions(sets["squad"]["dev"], squad_dev_questions)
+    return sets
+
+
+def source_split(sets: dict, source: str, split: str) -> list[As2Record]:
+    return mix_sources([sets[name][split] for name in SOURCES[source]])
+
+
+class ScoreCache:
+    """Scores of (model, set, split), computed once and kept as ``.npy`` under ``folder``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, key: str, ranker, records: list[As2Record]) -> np.ndarray:
+        path = self.folder / f"{key}.npy"
+        if path.exists():
+            return np.load(path)
+        scores = np.asarray(ranker.predict(records, batch_size=64), dtype=np.float64)
+        np.save(path, scores)
+        return scores
+
+
+def metrics_of(records: list[As2Record], scores: np.ndarray):
+    return per_question_as2_metrics(
+        [r.question_id for r in records], [r.label for r in records], scores
+    )
+
+
+def fuse(records: list[As2Record], ranker: np.ndarray, bm25: np.ndarray, weight: float):
+    """Weighted reciprocal rank fusion per question: ``1/(k + rank) + w/(k + rank_bm25)``."""
+    ids = np.array([r.question_id for r in records])
+    fused = np.zeros(len(records))
+    for question in dict.fromkeys(ids):
+        rows = np.flatnonzero(ids == question)
+        for scores, w in ((ranker, 1.0), (bm25, weight)):
+            # average_ranks: 1 = best (ties share the mean rank)
+            fused[rows] += w / (RRF_K + average_ranks(scores[rows]))
+    return fused
+
+
+def compare(records, scores: dict[str, np.ndarray], baselines=("zero-shot", "bm25")) -> dict:
+    """Each model's MAP/MRR/P@1 and its paired difference from each baseline."""
+    per = {name: metrics_of(records, s) for name, s in scores.items()}
+    table = {}
+    for name, values in per.items():
+        row = {m: round(float(values.values[m].mean()), 4) for m in METRICS}
+        for base in baselines:
+            if name != base and base in per:
+                row[f"vs_{base}"] = {
+                    m: paired_bootstrap(values.values[m], per[base].values[m]).as_dict()
+                    for m in ("map", "p@1")
+                }
+        table[name] = row
+    return table
+
+
+def train(source: str, seed: int, sets: dict, out: Path, recipe: dict) -> dict:
+    """The source's fine-tune (skipped when its run finished before), its result JSON."""
+    run = out / f"{source}-{seed}"
+    result_file = run / "result.json"
+    if result_file.exists():
+        return json.loads(result_file.read_text())
+    config = As2TrainConfig(**{**recipe, "seed": seed})
+    started = time.process_time()
+    best = finetune_as2(
+        As2RankerSpec(arch="bi-encoder"),
+        source_split(sets, source, "train"),
+        source_split(sets, source, "dev"),
+        run,
+        config,
+        overwrite=True,
+    )
+    best["train_cpu_s"] = round(time.process_time() - started, 1)
+    result_file.write_text(json.dumps(best, indent=2))
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--root", default="../shared/data")
+    parser.add_argument("--squad", required=True, help="'ctxsent data squad-as2' out folder")
+    parser.add_argument("--squad-dev-questions", type=int, default=300)
+    parser.add_argument("--sources", nargs="+", default=list(SOURCES), choices=list(SOURCES))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[42])
+    parser.add_argument("--set", nargs="*", default=[], help="NAME=VALUE recipe overrides")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    recipe = dict(BI_ENCODER_RECIPE)
+    for item in args.set:
+        name, _, value = item.partition("=")
+        recipe[name] = json.loads(value)
+    sets = data_sets(args.root, args.squad, args.squad_dev_questions)
+    cache = ScoreCache(args.out / "scores")
+    zero_shot, bm25 = ctxsent.load("bi-encoder"), ctxsent.load("bm25")
+    start = {k: v.clone() for k, v in zero_shot.state_dict().items()}
+    report: dict = {"machine": machine(args.threads), "recipe": recipe, "runs": {}}
+    for source in args.sources:
+        for seed in args.seeds:
+            best = train(source, seed, sets, args.out, recipe)
+            key = f"{source}-{seed}"
+            model_dir = args.out / key / "model"
+            dev = source_split(sets, source, "dev")
+
+            def dev_map(model, dev=dev) -> float:
+                return float(metrics_of(dev, np.asarray(model.predict(dev))).values["map"].mean())
+
+            wise = ctxsent.load(str(model_dir))
+            alpha, alpha_maps = choose_mixing(wise, start, dev_map)
+            tuned = ctxsent.load(str(model_dir))
+            dev_tuned = cache(f"{key}-dev", tuned, dev)
+            dev_bm25 = bm25.predict(dev)
+            fusion_maps = {
+                w: float(metrics_of(dev, fuse(dev, dev_tuned, dev_bm25, w)).values["map"].mean())
+                for w in FUSION_WEIGHTS
+            }
+            weight = max(sorted(fusion_maps), key=fusion_maps.get)  # ties: the smaller weight
+            targets = {}
+            for target in TARGETS:
+                records = sets[target]["test"]
+                scores = {
+                    "zero-shot": cache(f"zero-shot-{target}", zero_shot, records),
+                    "bm25": cache(f"bm25-{target}", bm25, records),
+                    "fine-tuned": cache(f"{key}-{target}", tuned, records),
+                }
+                scores["wise"] = (
+                    scores["fine-tuned"]
+                    if alpha == 1.0
+                    else cache(f"{key}-wise{alpha}-{target}", wise, records)
+                )
+                scores["fused"] = fuse(records, scores["fine-tuned"], scores["bm25"], weight)
+                targets[target] = compare(records, scores)
+            report["runs"][key] = {
+                "train": best,
+                "wise_alpha": alpha,
+                "wise_dev_map": {str(a): round(m, 4) for a, m in alpha_maps.items()},
+                "fusion_weight": weight,
+                "fusion_dev_map": {str(w): round(m, 4) for w, m in fusion_maps.items()},
+                "test": targets,
+            }
+            (args.out / "matrix.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Weight-space ensembling of a fine-tuned model with its start (WiSE-FT; Wortsman et al.,
+"Robust fine-tuning of zero-shot models", CVPR 2022, Eq. 1).
+
+``theta(alpha) = (1 - alpha) * theta_start + alpha * theta_fine_tuned``: alpha 1 is the
+fine-tuned model, 0 the zero-shot start. The paper finds intermediate alphas keep most of the
+fine-tuned accuracy in-domain and most of the zero-shot robustness elsewhere; alpha is chosen
+on dev (:func:`choose_mixing`). Parameters the start does not have (a freshly drawn scoring
+head) stay fine-tuned: a random head is no zero-shot model to fall back on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import torch
+from torch import nn
+
+#: Mixing weights :func:`choose_mixing` tries, the fine-tuned model's share.
+MIXING_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+@torch.no_grad()
+def mix_weights(model: nn.Module, start: Mapping[str, torch.Tensor], alpha: float) -> nn.Module:
+    """Set ``model``'s floating-point tensors to ``(1 - alpha) * start + alpha * model``
+    (in place; names or shapes ``start`` lacks are left as they are); returns ``model``."""
+    if not 0 <= alpha <= 1:
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+    for name, tensor in model.state_dict().items():
+        initial = start.get(name)
+        if initial is not None and initial.shape == tensor.shape and tensor.is_floating_point():
+            tensor.lerp_(initial.to(tensor.device, tensor.dtype), 1 - alpha)
+    return model
+
+
+def choose_mixing(
+    model: nn.Module,
+    start: Mapping[str, torch.Tensor],
+    dev_metric: Callable[[nn.Module], float],
+    grid: Sequence[float] = MIXING_GRID,
+) -> tuple[float, dict[float, float]]:
+    """The alpha of ``grid`` with the best ``dev_metric`` (ties: the larger alpha, the one
+    closer to the trained model) and every alpha's metric; ``model`` is left at that alpha."""
+    fine_tuned = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    scores = {}
+    for alpha in sorted(grid):
+        model.load_state_dict(fine_tuned)
+        scores[alpha] = dev_metric(mix_weights(model, start, alpha))
+    best = max(sorted(scores, reverse=True), key=scores.get)
+    model.load_state_dict(fine_tuned)
+    mix_weights(model, start, best)
+    return best, scores
