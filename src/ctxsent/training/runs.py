@@ -194,11 +194,16 @@ class TrainingRun:
         """``data`` identifies the training data; a caller that reads it after these checks
         sets ``settings["data"]`` before :meth:`started`."""
         self.out, self.config, self.overwrite = Path(out), config, overwrite
-        check_output(self.out, RUN_KIND, overwrite)
-        check_output(self.out / MODEL_DIR, kind, overwrite)
+        self.check(out, kind, overwrite)
         self.settings = {"config": asdict(config), "model": model, "data": data}
         limits = getattr(config, "limits", ())
         self.may_change = [f"config.{name}" for name in (*limits, "keep_checkpoints")]
+
+    @staticmethod
+    def check(out: str | Path, kind: str, overwrite: bool = False) -> None:
+        """Raise :class:`InputError` unless ``out`` may hold a run whose model is a ``kind``."""
+        check_output(out, RUN_KIND, overwrite)
+        check_output(Path(out) / MODEL_DIR, kind, overwrite)
 
     @property
     def model_dir(self) -> Path:
