@@ -28,7 +28,7 @@ from ctxsent.errors import InputError
 
 #: family -> the module that defines and registers its presets
 FAMILIES: dict[str, str] = {
-    "cross-thought": "ctxsent.objectives.cross_thought_presets",
+    "cross-thought": "ctxsent.training.cross_thought_presets",
     "ssp": "ctxsent.training.ssp_presets",
     "encoder": "ctxsent.training.encoder_presets",
     "as2": "ctxsent.training.as2_presets",

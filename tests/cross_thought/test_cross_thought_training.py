@@ -18,6 +18,7 @@ from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.models.cross_thought import CrossThoughtModel, CrossThoughtRanker, PairClassifier
 from ctxsent.objectives.cross_thought import answer_selection_loss
 from ctxsent.objectives.pretrain_data import SUMMARY, build_cross_thought_data
+from ctxsent.presets import get_preset
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.tasks.senteval import Pairs
 from ctxsent.training.cross_thought_train import (
@@ -45,9 +46,8 @@ def ct_data(tiny_bert, tmp_path_factory):
 
 def _pretrain_config(tiny_bert, **settings) -> CrossThoughtPretrainConfig:
     settings = {"max_steps": 2, "accelerator": "cpu", "precision": "fp32", **settings}
-    return CrossThoughtPretrainConfig(
-        preset="cross-thought-3-64-cpu", backbone=str(tiny_bert), **settings
-    )
+    config = get_preset("cross-thought-3-64-cpu").config
+    return replace(config, backbone=str(tiny_bert), **settings)
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +107,7 @@ def test_an_accumulated_run_counts_the_masked_words_of_its_whole_step(
 
 
 def test_data_of_another_preset_tokenizer_or_folder_is_refused(tiny_bert, ct_data, tmp_path):
-    other_preset = _pretrain_config(tiny_bert, max_steps=1)
-    other_preset.preset = "mlm-1-512-cpu"
+    other_preset = _pretrain_config(tiny_bert, max_steps=1, sequence_length=512)
     with pytest.raises(InputError, match=f"^{ct_data}: holds sequences of 64 tokens"):
         pretrain_cross_thought(ct_data, tmp_path / "a", other_preset)
     backbone = tmp_path / "other-bert"

@@ -92,13 +92,10 @@ def pretrain(
         ranker = None if electra else CrossEncoderRanker.from_backbone(tiny_bert, True, 64)
         return ssp_pretrain.pretrain_ssp(data, out, config, ranker)
     if kind == "cross-thought":
-        config = cross_thought_train.CrossThoughtPretrainConfig(
-            preset="cross-thought-3-64-cpu", backbone=tiny_bert, max_steps=steps,
-            checkpoint_every=checkpoint_every,
-            overrides=[
-                "batch_size=8", *([] if dropout else ["dropout=0"]),
-                *([f"sequences_per_sample={sequences_per_sample}"] if sequences_per_sample else []),
-            ],
+        config = replace(
+            get_preset("cross-thought-3-64-cpu").config, backbone=tiny_bert, max_steps=steps,
+            checkpoint_every=checkpoint_every, batch_size=8, **({} if dropout else {"dropout": 0}),
+            **({"sequences_per_sample": sequences_per_sample} if sequences_per_sample else {}),
             **placement,
         )  # fmt: skip
         return cross_thought_train.pretrain_cross_thought(data, out, config)

@@ -112,31 +112,16 @@ def cross_thought(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train a Cross-Thought encoder (or an MLM baseline) on a data folder."""
-    from ctxsent.training.cross_thought_train import (
-        CrossThoughtPretrainConfig,
-        pretrain_cross_thought,
-    )
+    from ctxsent.training.cross_thought_train import pretrain_cross_thought
 
-    config = CrossThoughtPretrainConfig(
-        preset=preset,
-        backbone=backbone,
-        from_backbone=None if init is None else init == "backbone",
-        max_steps=max_steps,
-        max_minutes=max_minutes,
-        precision=precision,
-        accelerator=accelerator,
-        devices=devices,
-        strategy=strategy,
-        num_nodes=num_nodes,
-        seed=seed,
-        accumulate=accumulate or 1,
-        eval=eval_,
-        eval_every=eval_every,
-        patience=patience,
-        overrides=set_ or None,
-        keep_checkpoints=keep_checkpoints,
-    )
-    config.resolved_preset()  # unknown preset or setting: fail before reading the data
+    flags = dict(
+        backbone=backbone, from_backbone=None if init is None else init == "backbone",
+        max_steps=max_steps, max_minutes=max_minutes, precision=precision,
+        accelerator=accelerator, devices=devices, strategy=strategy, num_nodes=num_nodes,
+        seed=seed, accumulate=accumulate, eval=eval_, eval_every=eval_every, patience=patience,
+        keep_checkpoints=keep_checkpoints or None,
+    )  # fmt: skip
+    config = configured(preset, "cross-thought", flags, set_)  # before the data is read
     report(pretrain_cross_thought(data, out, config, overwrite), out)
 
 

@@ -1,5 +1,5 @@
 """Cross-Thought pre-training (Wang et al., 2020, sections 3.1, 3.2): data and loss; the presets
-(section 4.2) are in :mod:`ctxsent.objectives.cross_thought_presets`.
+(section 4.2) are in :mod:`ctxsent.training.cross_thought_presets`.
 
 * Data (section 3.1): running text is cut into short sequences of ``sequence_length`` (64)
   tokens **without shuffling**; a sample is ``M`` consecutive sequences (paper: 500), and
@@ -44,7 +44,6 @@ from ctxsent.models.cross_thought import (
     PairClassifier,
     selection_log_probs,
 )
-from ctxsent.objectives.cross_thought_presets import CrossThoughtPreset
 from ctxsent.objectives.global_batch import Share, randint, share_of
 from ctxsent.objectives.masking import (
     IGNORE,
@@ -221,7 +220,8 @@ class CrossThoughtCollator:
         return {**batch, "input_ids": masked, "position_offset": offsets, "labels": labels}
 
 
-def collator_for(model: CrossThoughtModel, preset: CrossThoughtPreset, seed: int = 0):
+def collator_for(model: CrossThoughtModel, preset, seed: int = 0):
+    """The collator of ``model`` for a run whose config (``preset``) has ``mask_probability``."""
     tokenizer = model.tokenizer
     return CrossThoughtCollator(
         mask_id=tokenizer.mask_token_id,

@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -37,7 +37,6 @@ from ctxsent.evaluation.as2_evaluation import As2Evaluator
 from ctxsent.evaluation.senteval import PairAccuracy, pair_metrics
 from ctxsent.evaluation.specs import evaluator_from_spec
 from ctxsent.io import atomic_write
-from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.models.cross_thought import (
     CrossThoughtConfig,
     CrossThoughtModel,
@@ -51,16 +50,15 @@ from ctxsent.objectives.cross_thought import (
     PairClassificationObjective,
     collator_for,
 )
-from ctxsent.objectives.cross_thought_presets import CrossThoughtPreset
 from ctxsent.objectives.pretrain_data import (
     ArrowChunks,
     check_cross_thought_data,
     data_identity,
     load_pretrain_data,
 )
-from ctxsent.presets import apply_overrides, get_preset
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.tasks.senteval import Pairs
+from ctxsent.training.cross_thought_presets import CrossThoughtPretrainConfig
 from ctxsent.training.engine import (
     Evaluation,
     OptimizerSettings,
@@ -70,80 +68,46 @@ from ctxsent.training.engine import (
 )
 from ctxsent.training.runs import TrainingRun
 from ctxsent.training.sampling import StreamBatches
-from ctxsent.training.settings import PretrainSettings, RunSettings, warn_uneven_accumulation
+from ctxsent.training.settings import RunSettings, warn_uneven_accumulation
 
 
 # ---- pre-training ------------------------------------------------------------------------------
-@dataclass
-class CrossThoughtPretrainConfig(PretrainSettings):
-    """A pre-training run: a preset plus what this machine and budget change."""
-
-    preset: str
-    backbone: str = DEFAULT_BACKBONE
-    from_backbone: bool | None = None
-    """Start the encoder from ``backbone``'s weights; ``None`` keeps the preset's choice."""
-    max_steps: int | None = None
-    max_minutes: float | None = None
-    checkpoint_every: int = 200
-    seed: int = 0
-    overrides: list[str] | None = None
-    """``key=value`` settings of the preset (:func:`~ctxsent.presets.apply_overrides`),
-    kept as given so a resumed run compares them; ``None``: the preset as registered."""
-    limits: ClassVar[tuple[str, ...]] = ("max_minutes", "max_steps")
-
-    def __post_init__(self) -> None:
-        check_range(self, "max_steps checkpoint_every", 1)
-        check_range(self, "max_minutes", 0, above=True)
-        check_range(self, "seed", 0)
-        super().__post_init__()
-
-    def resolved_preset(self) -> CrossThoughtPreset:
-        """The preset, then ``max_steps`` and ``from_backbone`` when set, then ``overrides``
-        (the order of the CLI: preset, the command's options, ``--set``)."""
-        preset = get_preset(self.preset, "cross-thought").config
-        if self.max_steps is not None:
-            preset = replace(preset, max_steps=self.max_steps)
-        if self.from_backbone is not None:
-            preset = replace(preset, from_backbone=self.from_backbone)
-        return apply_overrides(preset, self.overrides or ())
-
-
 def pretrain_cross_thought(
     data: str | Path, out: str | Path, config: CrossThoughtPretrainConfig, overwrite: bool = False
 ) -> dict:
-    """Pre-train ``config.preset`` on the data folder ``data`` (``ctxsent pretrain-data
-    cross-thought``, built with the run's backbone for a preset of the same sequence length).
+    """Pre-train per ``config`` (a preset's, :mod:`~ctxsent.training.cross_thought_presets`)
+    on the data folder ``data`` (``ctxsent pretrain-data cross-thought``, built with the
+    run's backbone for a preset of the same sequence length).
 
-    Stops at the preset's ``max_steps`` or after ``max_minutes``, whichever comes first;
+    Stops at ``max_steps`` or after ``max_minutes``, whichever comes first;
     returns the run's record (``OUT/run.json``). A rerun with the same ``OUT`` resumes only
     with the same config and data (the budget and steps may change); ``overwrite`` starts it
     again (:class:`~ctxsent.training.runs.TrainingRun`).
     """
-    preset = config.resolved_preset()
     data = Path(data)
     run = TrainingRun(out, config, CrossThoughtModel.kind, overwrite=overwrite)
     dataset, data_summary = load_pretrain_data(data, "cross-thought")
     run.settings["data"] = data_identity(data_summary)
-    model = CrossThoughtModel.build(preset.model_config(config.backbone), seed=config.seed)
-    check_cross_thought_data(data_summary, data, preset.sequence_length, model.tokenizer)
+    model = CrossThoughtModel.build(config.model_config(), seed=config.seed)
+    check_cross_thought_data(data_summary, data, config.sequence_length, model.tokenizer)
     evaluator = config.eval and evaluator_from_spec(config.eval) or None
     with run.started():  # the model's weights depend on its own seed
-        chunks = ArrowChunks(dataset, preset.sequence_length, model.tokenizer.pad_token_id or 0)
-        samples = ConsecutiveSequences(chunks, preset.sequences_per_sample)
-        if preset.batch_size < config.accumulate:
+        chunks = ArrowChunks(dataset, config.sequence_length, model.tokenizer.pad_token_id or 0)
+        samples = ConsecutiveSequences(chunks, config.sequences_per_sample)
+        if config.batch_size < config.accumulate:
             raise InputError(
-                f"the batch of {preset.batch_size} cannot be split in {config.accumulate}",
+                f"the batch of {config.batch_size} cannot be split in {config.accumulate}",
                 field="accumulate",
             )
-        warn_uneven_accumulation(preset.batch_size, config.accumulate, "samples")
+        warn_uneven_accumulation(config.batch_size, config.accumulate, "samples")
         batches = StreamBatches(
             len(samples),
-            preset.batch_size,
+            config.batch_size,
             config.seed,
-            preset.max_steps,
+            config.max_steps,
             accumulate=config.accumulate,
         )
-        collator = collator_for(model, preset, config.seed)
+        collator = collator_for(model, config, config.seed)
         evaluated = CrossThoughtRanker(model) if (config.eval or "").startswith("as2:") else model
 
         def save() -> None:
@@ -156,15 +120,15 @@ def pretrain_cross_thought(
             run.out,
             config,
             OptimizerSettings(  # RoBERTa's AdamW
-                preset.learning_rate,
+                config.learning_rate,
                 weight_decay=0.01,
                 betas=(0.9, 0.98),
                 eps=1e-6,
-                warmup_steps=preset.warmup_steps,
-                total_steps=preset.max_steps,
+                warmup_steps=config.warmup_steps,
+                total_steps=config.max_steps,
             ),
             seed=config.seed,
-            max_steps=preset.max_steps,
+            max_steps=config.max_steps,
             max_minutes=config.max_minutes,
             max_grad_norm=1.0,
             checkpoint_every=config.checkpoint_every,

@@ -1,53 +1,66 @@
-"""The Cross-Thought presets (Wang et al., 2020, section 4.2), registered in
-:mod:`ctxsent.presets` (family ``cross-thought``).
-
-Kept apart from :mod:`ctxsent.objectives.cross_thought` (data, collator, loss), which
-imports torch and the model: listing presets (``ctxsent presets``) loads neither.
+"""Cross-Thought pre-training settings (:class:`CrossThoughtPretrainConfig`) and the presets of
+Wang et al., 2020, section 4.2, registered in :mod:`ctxsent.presets` (family
+``cross-thought``): each preset is a run's config. Kept apart from
+:mod:`ctxsent.training.cross_thought_train` (torch, the model), so that listing presets
+loads neither.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from ctxsent.errors import check_range
+from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.presets import Preset, register
+from ctxsent.training.settings import PretrainSettings
 
 
-@dataclass(frozen=True)
-class CrossThoughtPreset:
-    """The settings of a registered preset (:mod:`ctxsent.presets`, family
-    ``cross-thought``); paper values from section 4.2 unless noted."""
+@dataclass
+class CrossThoughtPretrainConfig(PretrainSettings):
+    """A pre-training run (paper values from section 4.2 unless noted): the model
+    (``num_special`` special tokens, cross-sequence Transformers or not, ``backbone``'s
+    weights when ``from_backbone``), the samples (``sequences_per_sample`` sequences of
+    ``sequence_length`` tokens), the optimisation, and the budget (``max_steps``, or
+    ``max_minutes`` across resumes, whichever comes first)."""
 
-    num_special: int
-    cross_sequence: bool
-    sequence_length: int
-    sequences_per_sample: int
-    batch_size: int
-    learning_rate: float
-    warmup_steps: int
-    max_steps: int
-    from_backbone: bool
+    num_special: int = 1
+    cross_sequence: bool = True
+    sequence_length: int = 64
+    sequences_per_sample: int = 500
+    batch_size: int = 128
+    learning_rate: float = 5e-4
+    warmup_steps: int = 10_000
+    max_steps: int = 125_000
+    from_backbone: bool = False
     mask_probability: float = 0.15
     dropout: float = 0.1
+    backbone: str = DEFAULT_BACKBONE
+    max_minutes: float | None = None
+    checkpoint_every: int = 200
+    seed: int = 0
+    limits: ClassVar[tuple[str, ...]] = ("max_minutes", "max_steps")
 
     def __post_init__(self) -> None:
         check_range(self, "num_special sequence_length sequences_per_sample batch_size", 1)
-        check_range(self, "max_steps", 1)
-        check_range(self, "warmup_steps", 0)
-        check_range(self, "learning_rate", 0, above=True)
+        check_range(self, "max_steps checkpoint_every", 1)
+        check_range(self, "warmup_steps seed", 0)
+        check_range(self, "learning_rate max_minutes", 0, above=True)
         check_range(self, "mask_probability", 0, 1, above=True, below=True)
         check_range(self, "dropout", 0, 1, below=True)
+        super().__post_init__()
 
     @property
     def tokens_per_step(self) -> int:
         return self.batch_size * self.sequences_per_sample * self.sequence_length
 
-    def model_config(self, backbone: str):
-        """The :class:`~ctxsent.models.cross_thought.CrossThoughtConfig` of this preset."""
+    def model_config(self, backbone: str | None = None):
+        """The :class:`~ctxsent.models.cross_thought.CrossThoughtConfig` of this run (of
+        ``backbone`` when given, else the run's)."""
         from ctxsent.models.cross_thought import CrossThoughtConfig
 
         return CrossThoughtConfig(
-            backbone=backbone,
+            backbone=backbone or self.backbone,
             pretrained=self.from_backbone,
             num_special=self.num_special,
             cross_sequence=self.cross_sequence,
@@ -55,14 +68,14 @@ class CrossThoughtPreset:
         )
 
 
-def _paper(n: int, cross: bool, length: int) -> CrossThoughtPreset:
+def _paper(n: int, cross: bool, length: int) -> CrossThoughtPretrainConfig:
     # 500 x 64 tokens per sample, batch 128 (4M tokens), 125k steps, 10k warm-up, lr 5e-4.
     # The 512-token variants keep the tokens per sample: 63 sequences of 512 (~32k tokens).
     per_sample = 500 if length == 64 else 63
-    return CrossThoughtPreset(n, cross, length, per_sample, 128, 5e-4, 10_000, 125_000, False)
+    return CrossThoughtPretrainConfig(n, cross, length, per_sample)
 
 
-def _cpu(paper: CrossThoughtPreset) -> CrossThoughtPreset:
+def _cpu(paper: CrossThoughtPretrainConfig) -> CrossThoughtPretrainConfig:
     """The one rule of the ``-cpu`` variants: minutes on 2 CPU cores, starting from MiniLM,
     4 samples of ~1k tokens per step; the special tokens, the cross-sequence layers and the
     sequence length (what distinguishes the presets) are kept."""
