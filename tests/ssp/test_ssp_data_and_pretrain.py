@@ -193,3 +193,35 @@ def test_heldout_evaluation_keeps_the_best_model_and_bad_specs_fail_first(
         with pytest.raises(InputError, match=message):
             pretrain_ssp(ssp_data, tmp_path / "bad", _config(2, eval=spec))
         assert not (tmp_path / "bad").exists()
+
+
+def test_pretrain_ssp_command_is_one_library_call(ssp_data, tiny_bert, tmp_path):
+    from dataclasses import replace
+
+    from safetensors.torch import load_file
+
+    app = typer.Typer()
+    app.command("ssp")(pretrain.ssp)
+    app.command("other")(pretrain.encoder)
+    options = ["--max-steps", "2", "--batch-size", "8", "--save-every", "2", "--accelerator",
+               "cpu", "--precision", "fp32", "--set", "max_length=64", "--set",
+               "heldout_examples=8"]  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["ssp", "--data", str(ssp_data), "--out", str(tmp_path / "cli"), "--backbone",
+              str(tiny_bert), *options],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    config = replace(
+        get_preset("ssp-dpc-cpu").config, backbone=str(tiny_bert), max_steps=2, batch_size=8,
+        checkpoint_every=2, accelerator="cpu", precision="fp32", max_length=64,
+        heldout_examples=8,
+    )  # fmt: skip
+    record = pretrain_ssp(ssp_data, tmp_path / "python", config)
+    printed = json.loads(result.stdout)
+    for run in (printed, record):
+        del run["progress"]["seconds_this_run"]
+    assert {k: v for k, v in printed.items() if k != "model"} == record
+    weights = [
+        load_file(tmp_path / run / "model" / "model.safetensors") for run in ("cli", "python")
+    ]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[1])
