@@ -13,6 +13,10 @@ part-way still says ``running``: its ``OUT/model`` is the best model so far, not
 result, and :func:`ctxsent.saving.load` warns when it loads one
 (:func:`ctxsent.saving.unfinished_run`).
 
+Every training command runs on :class:`TrainingRun`, which writes the finished run's record
+(settings, progress, best step and metrics) to ``OUT/run.json`` and keeps its model in
+``OUT/model``.
+
 A rerun with the same ``OUT`` resumes from its checkpoint only when its settings equal the
 stored ones, apart from ``may_change`` (limits: how long the run goes); otherwise it is
 refused, naming the keys that differ, before any work starts. ``overwrite`` starts the run
@@ -173,18 +177,19 @@ def _mark_failed(out: Path) -> None:
 
 
 class TrainingRun:
-    """The one skeleton of every training command: check the output, start the run, seed,
-    (the caller builds, trains and saves), finish.
+    """The one skeleton of every training command: check the output, seed, build, start the
+    run, (the caller trains and saves), finish.
 
     Built before any data loads, it checks ``OUT`` (:func:`~ctxsent.io.check_output`, kind
     ``run``) and ``OUT/model`` (:data:`MODEL_DIR`, an output of ``kind``). Its settings are
     ``{"config": config, "model": model, "data": data}``: a rerun resumes only with equal
-    ones, apart from the config's ``limits`` and ``keep_checkpoints``. :meth:`started` holds
-    ``OUT`` (:func:`run_folder`) and seeds every RNG with ``config.seed``, so weights built
-    inside depend on the seed only. :meth:`keep_best` records the best evaluation in
-    ``OUT/run.json`` as it happens; :meth:`finish` writes the run's record there
-    (:data:`RUN_RECORD`), marks the run finished and, unless ``config.keep_checkpoints``,
-    removes its checkpoints: a finished run keeps none; a rerun of it starts again.
+    ones, apart from the config's ``limits`` and ``keep_checkpoints``. :meth:`started` seeds
+    every RNG with ``config.seed``, builds the model and holds ``OUT`` (:func:`run_folder`).
+    :meth:`keep_best` records the best evaluation in ``OUT/run.json`` as it happens;
+    :meth:`finish` writes the run's record there (``status``, ``settings``, ``progress``,
+    ``best``, ``metrics``, ``data``), marks the run finished and, unless
+    ``config.keep_checkpoints``, removes its checkpoints: a finished run keeps none, and a
+    rerun of it starts again.
     """
 
     def __init__(
