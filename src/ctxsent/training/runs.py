@@ -129,7 +129,7 @@ def start_run(
                 path=out / RUN_FILE,
             )
         _check_checkpoints(out / "checkpoints")
-    _write_run(out, "running", settings)
+    _write_json(out, {"status": "running", "settings": settings})
 
 
 def _check_checkpoints(folder: Path) -> None:
@@ -168,12 +168,12 @@ def _mark_failed(out: Path) -> None:
         stored = read_run(out) or {}
     except InputError:
         stored = {}
+    record = {"status": "failed", "settings": stored.get("settings", {})}
     try:
-        _write_run(out, "failed", stored.get("settings", {}))
+        _write_json(out, record)
     except OSError:
-        record = _run_record("failed", stored.get("settings", {}))
         with contextlib.suppress(OSError), open(out / RUN_FILE, "w", encoding="utf-8") as handle:
-            handle.write(record)
+            json.dump(record, handle, indent=2)
 
 
 class TrainingRun:
@@ -291,15 +291,6 @@ def records_digest(records: Iterable[Any]) -> str:
     for record in records:
         digest.update(repr(astuple(record)).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()[:16]
-
-
-def _run_record(status: str, settings: dict) -> str:
-    return json.dumps({"status": status, "settings": settings}, indent=2)
-
-
-def _write_run(out: Path, status: str, settings: dict) -> None:
-    with atomic_write(out / RUN_FILE) as handle:
-        handle.write(_run_record(status, settings))
 
 
 def _write_json(out: Path, record: dict) -> None:
