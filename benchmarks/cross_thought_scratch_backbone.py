@@ -18,7 +18,7 @@ from pathlib import Path
 
 from transformers import BertConfig
 
-from ctxsent.text.tokenizer_training import train_wordpiece
+from ctxsent.corpus.tokenizer_training import train_wordpiece
 
 
 def main() -> None:

@@ -18,31 +18,41 @@ import json
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
 
-from ctxsent.corpus.storage import load_corpus
 from ctxsent.models.cross_thought import CrossThoughtModel
 from ctxsent.objectives.cross_thought import (
     ConsecutiveSequences,
     CrossThoughtObjective,
-    chunk_documents,
     collator_for,
+)
+from ctxsent.objectives.pretrain_data import (
+    ArrowChunks,
+    build_cross_thought_data,
+    load_pretrain_data,
 )
 from ctxsent.presets import get_preset
 
 
 def batches(corpus: str, preset_name: str, samples: int, sequences: int, count: int, seed: int):
+    """``count`` batches of the corpus's first sequences (a Cross-Thought data folder's)."""
     preset = get_preset(preset_name, "cross-thought").config
     model = CrossThoughtModel.build(preset.model_config("all-MiniLM-L6-v2"))
-    chunks = chunk_documents(
-        load_corpus(corpus), model.tokenizer, 64, max_chunks=samples * sequences * count
-    )
-    data = ConsecutiveSequences(chunks, sequences)
-    collate = collator_for(model, preset, seed)
-    rows = iter(range(len(data)))
-    return [collate([data[next(rows)] for _ in range(samples)]) for _ in range(count)]
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = f"{scratch}/data"
+        needed = samples * sequences * count
+        build_cross_thought_data(
+            corpus, folder, preset_name, max_sequences=needed, exclude_titles=()
+        )
+        dataset, _ = load_pretrain_data(folder, "cross-thought")
+        chunks = ArrowChunks(dataset, preset.sequence_length, model.tokenizer.pad_token_id or 0)
+        data = ConsecutiveSequences(chunks, sequences)
+        collate = collator_for(model, preset, seed)
+        rows = iter(range(len(data)))
+        return [collate([data[next(rows)] for _ in range(samples)]) for _ in range(count)]
 
 
 def train_step(objective: CrossThoughtObjective, optimizer, batch) -> float:

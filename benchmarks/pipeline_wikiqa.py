@@ -30,7 +30,8 @@ import torch
 
 import ctxsent
 from ctxsent.evaluation.as2_metrics import as2_metrics
-from ctxsent.models.pipeline import PipelineRanker, build_pipeline
+from ctxsent.models.pipeline import PipelineRanker
+from ctxsent.resolver import build_pipeline
 from ctxsent.tasks.as2_load import load_as2
 from ctxsent.tasks.as2_records import clean, first_questions, group_by_question
 

@@ -18,6 +18,8 @@ check parity) or refused with an :class:`InputError` before anything is written.
   "int8"`` trades exactness for speed, and says so in the folder's config. A cascade is
   refused: its scores depend on per-question pruning.
 
+Each format has its table, model class -> what the format is written from
+(:func:`_exports`); a ranker built on an encoder is looked up by its encoder's class too.
 All folders are written atomically: a crash never leaves one that looks complete, and an
 existing folder is replaced only as :func:`~ctxsent.io.check_output` allows.
 """
@@ -25,14 +27,18 @@ existing folder is replaced only as :func:`~ctxsent.io.check_output` allows.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_path, check_output
+from ctxsent.model_card import write_export_card
 from ctxsent.onnx_runtime import ONNX_CONFIG, ONNX_MODEL, OnnxConfig, Quantization
-from ctxsent.protocols import StagedRanker
+from ctxsent.protocols import StagedRanker, WrapsEncoder
+from ctxsent.resolver import load, zero_shot_backbone
+from ctxsent.saving import is_model_folder
 from ctxsent.tasks.as2_records import As2Record
 
 #: The inputs of an exported cross-encoder's graph.
@@ -56,66 +62,34 @@ def _set_json(path: Path, **fields: object) -> None:
 def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = False) -> Path:
     """Write a sentence encoder as a sentence-transformers folder at ``out``.
 
-    ``SentenceTransformer(out).encode`` gives the embeddings of the encoder's own ``encode``:
-
-    * a :class:`~ctxsent.models.bi_encoder.BiEncoder` or
-      :class:`~ctxsent.models.bi_encoder.BiEncoderRanker` (a fine-tuned ``bi-encoder``
-      folder): Transformer (its ``max_length`` as ``max_seq_length``), mean Pooling,
-      Normalize, the layout all-MiniLM-L6-v2 itself ships in;
-    * a Cross-Thought encoder or ranker with one special token: see
-      :func:`_cross_thought_as_bert` (CLS pooling, no Normalize, as ``encode`` returns ``E``).
-
-    Anything else is refused with an :class:`InputError` before anything is written.
+    ``SentenceTransformer(out).encode`` gives the embeddings of the encoder's own ``encode``
+    (:func:`_exports`: a bi-encoder, or a Cross-Thought encoder with one special token, or a
+    ranker built on either). Anything else is refused with an :class:`InputError` before
+    anything is written.
     """
-    from ctxsent.models.bi_encoder import BiEncoder, BiEncoderRanker
-    from ctxsent.models.cross_thought import CrossThoughtModel, CrossThoughtRanker
-
-    if isinstance(encoder, CrossThoughtRanker):
-        encoder = encoder.model
-    if isinstance(encoder, BiEncoderRanker):
-        encoder = encoder.encoder
-    if isinstance(encoder, BiEncoder):
-        transformer, tokenizer = encoder.transformer, encoder.tokenizer
-        max_seq_length, pooling, normalize = encoder.max_length, "mean", True
-        tokenizer_class = None
-    elif isinstance(encoder, CrossThoughtModel):
-        transformer, tokenizer = _cross_thought_as_bert(encoder)
-        max_seq_length, pooling, normalize = tokenizer.model_max_length, "cls", False
-        tokenizer_class = "PreTrainedTokenizerFast"  # not transformers 5's TokenizersBackend
-    else:
-        raise InputError(
-            f"a {type(encoder).__name__} has no exact sentence-transformers equivalent; "
-            "sentence-transformers export takes a bi-encoder or a Cross-Thought model "
-            "(rankers export with --to cross-encoder or --to onnx)",
-            field="model",
-        )
+    backbone = getattr(getattr(encoder, "config", None), "backbone", None)  # for the card
+    exported = _exporter(encoder, "sentence-transformers")
+    transformer, tokenizer, max_seq_length, pooling, normalize, tokenizer_class = exported
     with atomic_path(out, export_kind("sentence-transformers"), overwrite=overwrite) as staged:
         staged.mkdir()
         transformer.save_pretrained(staged, safe_serialization=True)
         tokenizer.save_pretrained(staged)
         if tokenizer_class:
             _set_json(staged / "tokenizer_config.json", tokenizer_class=tokenizer_class)
-        modules = [("", "Transformer"), ("1_Pooling", "Pooling")]
-        if normalize:
-            modules.append(("2_Normalize", "Normalize"))
-            (staged / "2_Normalize").mkdir()
-        _write_json(
-            staged / "modules.json",
-            [
-                {
-                    "idx": i,
-                    "name": str(i),
-                    "path": path,
-                    "type": f"sentence_transformers.models.{t}",
-                }
-                for i, (path, t) in enumerate(modules)
-            ],
-        )
+        paths, names = ("", "1_Pooling", "2_Normalize"), ("Transformer", "Pooling", "Normalize")
+        count = 3 if normalize else 2
+        for path in paths[1:count]:
+            (staged / path).mkdir()
+        module = "sentence_transformers.models."
+        modules = [
+            {"idx": i, "name": str(i), "path": paths[i], "type": module + names[i]}
+            for i in range(count)
+        ]
+        _write_json(staged / "modules.json", modules)
         _write_json(
             staged / "sentence_bert_config.json",
             {"max_seq_length": max_seq_length, "do_lower_case": False},
         )
-        (staged / "1_Pooling").mkdir()
         _write_json(
             staged / "1_Pooling" / "config.json",
             {
@@ -126,15 +100,23 @@ def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = Fals
                 "pooling_mode_mean_sqrt_len_tokens": False,
             },
         )
-        similarity = "cosine" if normalize else "dot"
-        _write_json(
-            staged / "config_sentence_transformers.json", {"similarity_fn_name": similarity}
-        )
+        similarity = {"similarity_fn_name": "cosine" if normalize else "dot"}
+        _write_json(staged / "config_sentence_transformers.json", similarity)
+        kind = "bi-encoder" if normalize else "cross-thought"
+        write_export_card(staged, "sentence-transformers", kind, backbone)
     return Path(out)
 
 
+def _bi_encoder_as_bert(encoder) -> tuple:
+    """A :class:`~ctxsent.models.bi_encoder.BiEncoder` as it is: Transformer (its
+    ``max_length`` as ``max_seq_length``), mean Pooling, Normalize, the layout
+    all-MiniLM-L6-v2 itself ships in."""
+    return encoder.transformer, encoder.tokenizer, encoder.max_length, "mean", True, None
+
+
 def _cross_thought_as_bert(model) -> tuple:
-    """A Cross-Thought encoder with ``N = 1`` rewritten exactly as a BERT + tokenizer pair.
+    """A Cross-Thought encoder with ``N = 1`` rewritten exactly as a BERT + tokenizer pair,
+    CLS pooling, no Normalize (as ``encode`` returns ``E``).
 
     With one special token Eq. 1-2 encode ``[s; x_1 .. x_l]`` at positions ``0 .. l``, all
     in segment 0, and take ``E = H[0]``: BERT's ``[CLS] x_1 .. x_l`` layout with CLS pooling,
@@ -183,24 +165,13 @@ def _cross_thought_as_bert(model) -> tuple:
         model_max_length=model.config.max_length + 1,
         **model.tokenizer.special_tokens_map,
     )
-    return bert, tokenizer
+    # CLS pooling, no Normalize (encode returns E); not transformers 5's TokenizersBackend
+    return bert, tokenizer, tokenizer.model_max_length, "cls", False, "PreTrainedTokenizerFast"
 
 
 def export_cross_encoder(ranker, out: str | Path, overwrite: bool = False) -> Path:
     """Write a pairwise cross-encoder ranker as a sentence-transformers CrossEncoder folder."""
-    from ctxsent.models.cross_encoder import CrossEncoderRanker
-
-    if not isinstance(ranker, CrossEncoderRanker):
-        raise InputError(
-            f"CrossEncoder export takes a cross-encoder ranker, got a {type(ranker).__name__}",
-            field="model",
-        )
-    if ranker.contextual:
-        raise InputError(
-            "a CrossEncoder reads (question, candidate) pairs; this model is contextual "
-            "(export it with --to onnx)",
-            field="model",
-        )
+    ranker = _exporter(ranker, "cross-encoder")
     with atomic_path(out, export_kind("cross-encoder"), overwrite=overwrite) as staged:
         staged.mkdir()
         config = ranker.model.config
@@ -215,7 +186,19 @@ def export_cross_encoder(ranker, out: str | Path, overwrite: bool = False) -> Pa
             ranker.tokenizer.save_pretrained(staged)
         finally:
             ranker.tokenizer.model_max_length = max_length
+        write_export_card(staged, "cross-encoder", ranker.kind, ranker.config.backbone)
     return Path(out)
+
+
+def _pairwise(ranker):
+    """A cross-encoder ranker that reads (question, candidate) pairs, as a CrossEncoder does."""
+    if ranker.contextual:
+        raise InputError(
+            "a CrossEncoder reads (question, candidate) pairs; this model is contextual "
+            "(export it with --to onnx)",
+            field="model",
+        )
+    return ranker
 
 
 def export_onnx(
@@ -248,7 +231,7 @@ def export_onnx(
 
     if quantize not in ("none", "int8"):
         raise InputError(f"quantize must be none or int8, got {quantize!r}", field="quantize")
-    exported = _onnx_graph(model)
+    exported = _exporter(model, "onnx")
     if not getattr(exported.tokenizer, "is_fast", False):
         raise InputError("ONNX export needs a fast tokenizer (tokenizer.json)", field="tokenizer")
     was_training = model.training  # the wrapper is new: its own flag says nothing
@@ -280,6 +263,8 @@ def export_onnx(
             exported.tokenizer.save_pretrained(staged)
             config = OnnxConfig(exported.kind, exported.contextual, exported.max_length, quantize)
             _write_json(staged / ONNX_CONFIG, asdict(config))
+            backbone = getattr(getattr(model, "config", None), "backbone", None)
+            write_export_card(staged, "onnx", exported.kind, backbone)
     finally:
         model.train(was_training)
     return Path(out)
@@ -299,71 +284,102 @@ class _OnnxGraph:
     max_length: int
 
 
-def _onnx_graph(model) -> _OnnxGraph:
-    """The network :func:`export_onnx` writes for ``model``, or an :class:`InputError`."""
+#: The records an ONNX graph is traced on.
+SAMPLE = [As2Record("q", "what is exported?", "an onnx graph of the ranker.", 0, "a", "b")] * 2
+
+
+def _cross_encoder_graph(ranker) -> _OnnxGraph:
+    """A cross-encoder ranker's logits as a function of the three input tensors."""
     import torch
 
-    from ctxsent.models.bi_encoder import BiEncoder, BiEncoderRanker
-    from ctxsent.models.cross_encoder import CrossEncoderRanker
+    class Scorer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ranker = ranker
 
-    sample = [As2Record("q", "what is exported?", "an onnx graph of the ranker.", 0, "a", "b")] * 2
-    if isinstance(model, CrossEncoderRanker):
-        ranker = model
+        def forward(self, input_ids, token_type_ids, attention_mask):
+            inputs = (input_ids, token_type_ids, attention_mask)
+            return self.ranker(dict(zip(CROSS_ENCODER_INPUTS, inputs, strict=True)))
 
-        class Scorer(torch.nn.Module):
-            """The ranker's logits as a function of the three input tensors."""
-
-            def __init__(self) -> None:
-                super().__init__()
-                self.ranker = ranker
-
-            def forward(self, input_ids, token_type_ids, attention_mask):
-                inputs = (input_ids, token_type_ids, attention_mask)
-                return self.ranker(dict(zip(CROSS_ENCODER_INPUTS, inputs, strict=True)))
-
-        _, batch = next(ranker.sorted_batches(sample, len(sample), torch.device("cpu")))
-        return _OnnxGraph(
-            Scorer(),
-            {name: batch[name] for name in CROSS_ENCODER_INPUTS},
-            ("score",),
-            ranker.tokenizer,
-            ranker.kind,
-            ranker.contextual,
-            ranker.config.max_length,
-        )
-    encoder = model.encoder if isinstance(model, BiEncoderRanker) else model
-    if isinstance(encoder, BiEncoder):
-
-        class Embedder(torch.nn.Module):
-            """The normalised and the raw mean-pooled embedding of each text."""
-
-            def __init__(self) -> None:
-                super().__init__()
-                self.encoder = encoder
-
-            def forward(self, input_ids, attention_mask):
-                pooled = self.encoder(input_ids, attention_mask)
-                return torch.nn.functional.normalize(pooled, p=2, dim=1), pooled
-
-        return _OnnxGraph(
-            Embedder(),
-            encoder.tokenize([r.candidate for r in sample]),
-            ("embedding", "pooled"),
-            encoder.tokenizer,
-            BiEncoderRanker.kind,
-            False,
-            encoder.max_length,
-        )
-    raise InputError(
-        f"ONNX export takes a cross-encoder or bi-encoder ranker, got a {type(model).__name__}"
-        + (
-            " (its scores come from early exits that prune candidates per question, "
-            "which one ONNX forward pass does not reproduce)"
-            if isinstance(model, StagedRanker)
-            else ""
-        ),
-        field="model",
+    _, batch = next(ranker.sorted_batches(SAMPLE, len(SAMPLE), torch.device("cpu")))
+    return _OnnxGraph(
+        Scorer(),
+        {name: batch[name] for name in CROSS_ENCODER_INPUTS},
+        ("score",),
+        ranker.tokenizer,
+        ranker.kind,
+        ranker.contextual,
+        ranker.config.max_length,
     )
+
+
+def _bi_encoder_graph(encoder) -> _OnnxGraph:
+    """A bi-encoder's normalised and raw mean-pooled embedding of each text."""
+    import torch
+
+    from ctxsent.models.bi_encoder import BiEncoderRanker
+
+    class Embedder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, input_ids, attention_mask):
+            pooled = self.encoder(input_ids, attention_mask)
+            return torch.nn.functional.normalize(pooled, p=2, dim=1), pooled
+
+    return _OnnxGraph(
+        Embedder(),
+        encoder.tokenize([r.candidate for r in SAMPLE]),
+        ("embedding", "pooled"),
+        encoder.tokenizer,
+        BiEncoderRanker.kind,
+        False,
+        encoder.max_length,
+    )
+
+
+def _exports() -> dict[str, dict[type, Callable]]:
+    """Format -> model class -> what the format is written from, given the model (built on
+    first use: the model modules import torch)."""
+    from ctxsent.models.bi_encoder import BiEncoder
+    from ctxsent.models.cross_encoder import CrossEncoderRanker
+    from ctxsent.models.cross_thought import CrossThoughtModel
+
+    return {
+        "sentence-transformers": {
+            BiEncoder: _bi_encoder_as_bert,
+            CrossThoughtModel: _cross_thought_as_bert,
+        },
+        "cross-encoder": {CrossEncoderRanker: _pairwise},
+        "onnx": {CrossEncoderRanker: _cross_encoder_graph, BiEncoder: _bi_encoder_graph},
+    }
+
+
+#: Each format's one-line refusal of a model it has no entry for (``{name}``: its class).
+REFUSALS = {
+    "sentence-transformers": "a {name} has no exact sentence-transformers equivalent; "
+    "sentence-transformers export takes a bi-encoder or a Cross-Thought model (rankers "
+    "export with --to cross-encoder or --to onnx)",
+    "cross-encoder": "CrossEncoder export takes a cross-encoder ranker, got a {name}",
+    "onnx": "ONNX export takes a cross-encoder or bi-encoder ranker, got a {name}",
+}
+EARLY_EXITS = (
+    " (its scores come from early exits that prune candidates per question, which one "
+    "ONNX forward pass does not reproduce)"
+)
+
+
+def _exporter(model, fmt: str) -> Any:
+    """What ``fmt`` is written from: the entry (:func:`_exports`) of ``model``'s class, or
+    of the encoder it is built on (:class:`~ctxsent.protocols.WrapsEncoder`), applied to it;
+    for any other model an :class:`InputError`, before anything is written."""
+    table = _exports()[fmt]
+    for candidate in (model, model.sentence_encoder if isinstance(model, WrapsEncoder) else None):
+        if type(candidate) in table:
+            return table[type(candidate)](candidate)
+    early_exits = EARLY_EXITS if fmt == "onnx" and isinstance(model, StagedRanker) else ""
+    raise InputError(REFUSALS[fmt].format(name=type(model).__name__) + early_exits, field="model")
 
 
 def _quantize_int8(source: Path, target: Path) -> None:
@@ -417,15 +433,10 @@ def export_model(
     if quantize != "none" and to != "onnx":
         raise InputError("--quantize applies to --to onnx only", field="quantize")
     check_output(out, export_kind(to), overwrite)
-    from ctxsent.resolver import load
-    from ctxsent.saving import is_model_folder
-
     if to == "sentence-transformers" and not is_model_folder(model):
-        from ctxsent.models.backbones import DEFAULT_BACKBONE
         from ctxsent.models.bi_encoder import BiEncoder
 
-        backbone = model.partition(":")[2] if model.startswith("bi-encoder") else model
-        encoder = BiEncoder.from_pretrained(backbone or DEFAULT_BACKBONE)
+        encoder = BiEncoder.from_pretrained(zero_shot_backbone(model))
         return export_sentence_transformer(encoder, out, overwrite=overwrite)
     options = {"quantize": quantize} if to == "onnx" else {}
     return EXPORTERS[to](load(model), out, overwrite=overwrite, **options)

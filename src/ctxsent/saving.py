@@ -1,9 +1,10 @@
-"""Saved-model folders and the one loader, :func:`load`.
+"""Saved-model folders: writing one (:func:`model_folder`), reading it strictly.
 
 A ctxsent model folder holds ``ctxsent.json`` (``{"kind": ..., "format": 1,
-"config": {...}}``), weights in safetensors and the tokenizer. :func:`load`
-reads the kind and hands the folder to the registered class. Pickled weights
-(``*.bin``, ``*.pt``) are never loaded.
+"config": {...}}``), weights in safetensors and the tokenizer. A model class registers
+its kind with :func:`register_model`; :func:`ctxsent.models.registry.load_model_folder`
+reads the kind and hands the folder to that class. This module imports no model: it
+sits below them. Pickled weights (``*.bin``, ``*.pt``) are never loaded.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+from ctxsent import model_card
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.io import MANIFEST, RUN_FILE, atomic_path, atomic_write
+from ctxsent.io import MANIFEST, RUN_FILE, atomic_path
 
-MODEL_CARD = "README.md"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 FORMAT_VERSION = 1
 
@@ -30,7 +31,7 @@ _REGISTRY: dict[str, type] = {}
 
 
 def register_model(kind: str):
-    """Class decorator: ``load()`` builds folders of ``kind`` with ``cls.from_pretrained``."""
+    """Class decorator: folders of ``kind`` load with ``cls.from_pretrained``."""
 
     def decorate(cls):
         _REGISTRY[kind] = cls
@@ -38,6 +39,12 @@ def register_model(kind: str):
         return cls
 
     return decorate
+
+
+def registered_models() -> dict[str, type]:
+    """The kinds registered so far (:mod:`ctxsent.models.registry` imports the built-in ones)
+    and their classes."""
+    return dict(_REGISTRY)
 
 
 def is_model_folder(path: str | Path) -> bool:
@@ -77,51 +84,17 @@ def model_folder(
             (staged / RUN_STAMP).write_text(json.dumps({"run": str(run_file.absolute())}) + "\n")
 
 
-def write_model_card(folder: str | Path, training: dict | None = None) -> None:
-    """Write ``README.md`` for the model in ``folder``: what it is, its settings, how it was
-    trained (``training``: a trainer's summary, with ``dev`` metrics when it has them) and
-    how to use it here and elsewhere."""
-    folder = Path(folder)
+def write_model_card(
+    folder: str | Path, training: dict | None = None, metrics: dict | None = None
+) -> None:
+    """Write the model card of the model in ``folder`` (:mod:`ctxsent.model_card`), with
+    ``training``, a run's report (``dev`` and ``test`` metrics, data, recipe), and
+    ``metrics`` (``{"dev": {...}, "test": {...}}``) when given."""
     manifest = read_manifest(folder)
-    kind = manifest["kind"]
-    _import_model_modules()
-    summary = (_REGISTRY[kind].__doc__ or "").strip().splitlines()
-    lines = [f"# A ctxsent `{kind}` model", "", *summary[:1], ""]
-    lines += _table(("setting", "value"), manifest["config"].items(), "`{}`", json.dumps)
-    if training:
-        lines += ["", "## Training", ""]
-        lines += [f"- {k}: `{json.dumps(v)}`" for k, v in training.items() if k != "dev"]
-        metrics = {k: v for k, v in training.get("dev", {}).items() if isinstance(v, float)}
-        if metrics:
-            lines += ["", f"Dev metrics ({METRIC_CONVENTIONS}):", ""]
-            lines += _table(("metric", "value"), metrics.items(), "{:.4f}")
-    name = folder.name
-    lines += [
-        "",
-        "## Use",
-        "",
-        f'`ctxsent.load("{name}")` in Python (the path of this folder); on the command line '
-        f"`ctxsent rank --model {name}`, `ctxsent eval as2 --model {name}`, "
-        f"`ctxsent serve {name}`. Other runtimes: `ctxsent export {name} --to "
-        "sentence-transformers|cross-encoder|onnx --out DIR` writes a folder that "
-        "sentence-transformers or onnxruntime loads, giving the same scores, or refuses a "
-        "model that cannot be exported exactly.",
-    ]
-    with atomic_write(folder / MODEL_CARD) as handle:
-        handle.write("\n".join(lines) + "\n")
-
-
-def _table(header: tuple[str, str], rows, fmt: str = "{}", convert=lambda v: v) -> list[str]:
-    """Markdown table lines for ``(key, value)`` rows, values shown as ``fmt``."""
-    lines = [f"| {header[0]} | {header[1]} |", "|---|---|"]
-    return lines + [f"| {key} | {fmt.format(convert(value))} |" for key, value in rows]
-
-
-#: How the AS2 metrics in model cards are computed (:mod:`ctxsent.evaluation.as2_metrics`).
-METRIC_CONVENTIONS = (
-    "macro averages over questions; ties ranked pessimistically; a question without a "
-    "correct candidate scores 0"
-)
+    kind, config = manifest["kind"], manifest["config"]
+    model_class = _REGISTRY.get(kind)  # registered: its module was imported to save or load it
+    summary = ((model_class.__doc__ if model_class else None) or "").strip().splitlines()
+    model_card.write_model_card(folder, kind, config, (summary or [""])[0], training, metrics)
 
 
 def read_manifest(folder: str | Path) -> dict:
@@ -314,27 +287,6 @@ def read_run(out: Path) -> dict | None:
     return stored if isinstance(stored, dict) else None
 
 
-def load(path: str | Path):
-    """Load any saved ctxsent model; the manifest's ``kind`` picks the class.
-
-    Warns when the folder is the model of a training run that has not finished
-    (:func:`warn_if_unfinished`).
-    """
-    manifest = read_manifest(path)
-    warn_if_unfinished(path)
-    _import_model_modules()
-    kind = manifest["kind"]
-    if kind not in _REGISTRY:
-        raise ModelFolderError(
-            f"unknown model kind {kind!r} (known: {', '.join(sorted(_REGISTRY))})",
-            path=Path(path) / MANIFEST,
-            field="kind",
-        )
-    model = _REGISTRY[kind].from_pretrained(Path(path))
-    check_finite_weights(model, path)
-    return model
-
-
 def check_finite_weights(model, path: str | Path) -> None:
     """A :class:`ModelFolderError` naming the first weight tensors of ``model`` (a torch
     module; others pass) that hold NaN or infinity: such a model scores NaN, which
@@ -353,14 +305,3 @@ def check_finite_weights(model, path: str | Path) -> None:
         raise ModelFolderError(
             f"{len(bad)} weight tensors hold NaN or infinity: {shown}", path=path
         )
-
-
-def _import_model_modules() -> None:
-    """Import the modules whose classes register themselves."""
-    import ctxsent.models.bi_encoder  # noqa: F401
-    import ctxsent.models.cascade  # noqa: F401
-    import ctxsent.models.cross_encoder  # noqa: F401
-    import ctxsent.models.cross_thought  # noqa: F401
-    import ctxsent.models.pipeline  # noqa: F401
-    import ctxsent.models.sequential  # noqa: F401
-    from ctxsent.models import mean_max_aae, rnn_cnn  # noqa: F401

@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from cross_thought_fixtures import synthetic_documents
+from cross_thought_fixtures import chunk_documents, synthetic_documents
 from transformers import AutoTokenizer
 
 from ctxsent.errors import InputError
-from ctxsent.objectives.cross_thought import ConsecutiveSequences, chunk_documents
+from ctxsent.objectives.cross_thought import ConsecutiveSequences
 from ctxsent.objectives.pretrain_data import (
     SUMMARY,
     ArrowChunks,

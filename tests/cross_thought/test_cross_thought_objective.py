@@ -5,14 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from cross_thought_fixtures import synthetic_documents, tiny_model
+from cross_thought_fixtures import TokenChunks, chunk_documents, synthetic_documents, tiny_model
 
 from ctxsent.errors import InputError
 from ctxsent.objectives.cross_thought import (
     ConsecutiveSequences,
     CrossThoughtObjective,
-    TokenChunks,
-    chunk_documents,
     collator_for,
 )
 from ctxsent.objectives.masking import IGNORE

@@ -13,10 +13,8 @@ from ctxsent.errors import InputError
 from ctxsent.evaluation.retrieval import (
     BM25Scorer,
     CrossThoughtScorer,
-    DenseScorer,
     ParagraphRanking,
     PassageScorer,
-    RetrievalPipeline,
     evaluate_paragraph_ranking,
     rank_candidates,
     recall_at_k,
@@ -81,33 +79,6 @@ def test_bm25_ranks_the_lexical_match_first():
     scores = scorer.head_scores(["who lit the lamp?", "where is the tower?"])
     assert scores.shape == (2, 1, 4)
     assert [rank_candidates(s)[0] for s in scores] == [0, 2]
-
-
-class OneHotScorer(DenseScorer):
-    """Passage i's key is e_i; a query's vector puts weight 1 on the dimensions it names."""
-
-    heads = 1
-
-    def vectors(self, texts, role):
-        out = np.zeros((len(texts), 1, len(PASSAGES)), dtype=np.float32)
-        for row, text in enumerate(texts):
-            if role == "key":
-                out[row, 0, PASSAGES.index(text)] = 1
-            else:
-                for rank, index in enumerate(json.loads(text)["dense"]):
-                    out[row, 0, index] = 10 - rank
-        return out
-
-
-def test_pipeline_searches_faiss_only_within_the_bm25_shortlist():
-    pipeline = RetrievalPipeline(OneHotScorer(), first_stage=2)
-    pipeline.fit(PASSAGES)
-    # BM25 shortlists passages 0 and 1 ("lamp", "sea"); the dense order prefers 3, then 1
-    question = json.dumps({"dense": [3, 1, 0], "words": "lamp sea"})
-    assert pipeline.search([question], k=3)[0].tolist() == [1, 0]
-    dense_only = RetrievalPipeline(OneHotScorer(), first_stage=None)
-    dense_only.fit(PASSAGES)
-    assert dense_only.search([question], k=2)[0].tolist() == [3, 1]
 
 
 def test_cross_thought_scorer_gives_the_attention_logits():

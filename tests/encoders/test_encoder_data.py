@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from encoder_data import synthetic_documents, write_corpus
+from encoder_data import corpus_sentences, synthetic_documents, tokenize_corpus, write_corpus
 
 import ctxsent
 from ctxsent.errors import InputError
@@ -20,7 +20,7 @@ from ctxsent.objectives.pretrain_data import (
 )
 from ctxsent.objectives.reconstruct import SentenceDataset
 from ctxsent.presets import get_preset
-from ctxsent.text.vocabulary import Vocabulary, corpus_sentences, tokenize_corpus
+from ctxsent.text.vocabulary import Vocabulary
 from ctxsent.training.encoder_pretrain import pretrain_encoder
 
 

@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 import safetensors.torch
 import torch
-from encoder_data import synthetic_documents, write_word_vectors
+from encoder_data import corpus_sentences, synthetic_documents, write_word_vectors
 
 import ctxsent
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.bag_of_words import WordVectors
 from ctxsent.presets import get_preset
-from ctxsent.text.vocabulary import Vocabulary, corpus_sentences
+from ctxsent.text.vocabulary import Vocabulary
 from ctxsent.training.encoder_pretrain import build_objective, export_encoder
 
 TINY = {

@@ -1,6 +1,6 @@
 import pytest
 import torch
-from encoder_data import synthetic_documents
+from encoder_data import corpus_sentences, synthetic_documents, tokenize_corpus
 
 from ctxsent.models.mean_max_aae import MeanMaxAaeConfig, MeanMaxAaeEncoder
 from ctxsent.objectives.reconstruct import (
@@ -8,7 +8,7 @@ from ctxsent.objectives.reconstruct import (
     SentenceDataset,
     collate_reconstruction,
 )
-from ctxsent.text.vocabulary import BOS_ID, EOS_ID, Vocabulary, corpus_sentences, tokenize_corpus
+from ctxsent.text.vocabulary import BOS_ID, EOS_ID, Vocabulary
 
 
 @pytest.fixture(scope="module")

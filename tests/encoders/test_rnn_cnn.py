@@ -1,7 +1,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from encoder_data import synthetic_documents
+from encoder_data import corpus_sentences, synthetic_documents, tokenize_corpus
 
 from ctxsent.models.rnn_cnn import DecoderConfig, RnnCnnConfig, RnnCnnEncoder, build_decoder
 from ctxsent.objectives.next_window import (
@@ -9,7 +9,7 @@ from ctxsent.objectives.next_window import (
     NextWindowObjective,
     collate_next_window,
 )
-from ctxsent.text.vocabulary import PAD_ID, Vocabulary, corpus_sentences, tokenize_corpus
+from ctxsent.text.vocabulary import PAD_ID, Vocabulary
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from encoder_data import synthetic_documents
+from encoder_data import corpus_sentences, synthetic_documents, tokenize_corpus
 
 from ctxsent.corpus import Document
 from ctxsent.errors import InputError
@@ -8,8 +8,6 @@ from ctxsent.text.vocabulary import (
     SPECIALS,
     UNK_ID,
     Vocabulary,
-    corpus_sentences,
-    tokenize_corpus,
     word_tokens,
 )
 

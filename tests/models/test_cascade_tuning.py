@@ -96,7 +96,7 @@ def test_cascade_tune_cli_saves_rates_and_plots(cascade, tmp_path):
 
 
 def test_cascade_tune_without_matplotlib_stops_before_any_work(cascade, tmp_path, monkeypatch):
-    import ctxsent.saving
+    import ctxsent.models.registry
     import ctxsent.tasks.as2_load
     from ctxsent.cli import cascade as cascade_commands
     from ctxsent.errors import InputError
@@ -107,7 +107,7 @@ def test_cascade_tune_without_matplotlib_stops_before_any_work(cascade, tmp_path
     def work_started(*args, **kwargs):
         raise AssertionError("the model or the data was loaded")
 
-    monkeypatch.setattr(ctxsent.saving, "load", work_started)
+    monkeypatch.setattr(ctxsent.models.registry, "load_model_folder", work_started)
     monkeypatch.setattr(ctxsent.tasks.as2_load, "evaluation_records", work_started)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
     with pytest.raises(InputError, match=r"field 'plot'.*matplotlib.*ctxsent\[bench\]"):

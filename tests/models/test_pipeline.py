@@ -19,13 +19,13 @@ from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.pipeline import (
     PipelineRanker,
     StagedPipelineRanker,
-    build_pipeline,
     question_groups,
     reciprocal_rank_fusion,
 )
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.staged import question_index
 from ctxsent.protocols import Ranker, StagedRanker
+from ctxsent.resolver import build_pipeline
 from ctxsent.serving.app import create_app
 from ctxsent.tasks.as2_records import As2Record
 from synthetic import make_records, spread_attention

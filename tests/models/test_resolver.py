@@ -7,11 +7,12 @@ import pytest
 
 import ctxsent
 from ctxsent.errors import InputError, ModelFolderError
-from ctxsent.models.baseline_rankers import BiEncoderRanker, BM25Ranker
+from ctxsent.models.baseline_rankers import BM25Ranker
+from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.st_adapters import CrossEncoderAdapter, SentenceTransformerAdapter
 from ctxsent.protocols import Encoder, Ranker
-from ctxsent.resolver import load_encoder, load_ranker
+from ctxsent.resolver import load_encoder, load_ranker, load_retrieval_model, zero_shot_backbone
 from synthetic import make_records
 
 
@@ -71,3 +72,20 @@ def tiny_vectors(tmp_path):
     path = tmp_path / "vectors.txt"
     path.write_text("lamp 1 0\ntower 0 1\n", encoding="utf-8")
     return path
+
+
+def test_paragraph_ranking_specs_name_an_encoder_and_whether_to_rank_by_cosine(tiny_bert):
+    from ctxsent.models.bi_encoder import BiEncoder
+
+    assert isinstance(load_retrieval_model("bm25")[0], BM25Ranker)
+    assert load_retrieval_model("bm25")[1] is False
+    zero_shot = f"bi-encoder:{tiny_bert}"
+    for spec, cosine in ((zero_shot, False), (f"cosine:{zero_shot}", True)):
+        model, by_cosine = load_retrieval_model(spec)  # the ranker's own encoder
+        assert type(model) is BiEncoder and by_cosine is cosine
+    with pytest.raises(InputError, match="a CrossEncoderAdapter cannot embed passages"):
+        load_retrieval_model(f"ce:{tiny_bert}")
+    assert zero_shot_backbone("bi-encoder") == "all-MiniLM-L6-v2"
+    assert (
+        zero_shot_backbone("bi-encoder:x/y") == "x/y" and zero_shot_backbone("minilm") == "minilm"
+    )

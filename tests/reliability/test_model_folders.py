@@ -160,7 +160,7 @@ def test_max_length_is_bounded_by_the_backbones_positions_when_set_and_when_read
     import json
 
     from ctxsent.errors import InputError
-    from ctxsent.models.baseline_rankers import BiEncoderRanker
+    from ctxsent.models.bi_encoder import BiEncoderRanker
 
     build = {"cross-encoder": CrossEncoderRanker, "cascade": CascadeRanker}.get(
         kind, BiEncoderRanker

@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from huggingface_hub import ModelCard
 from training_run import CONFIG
 
 import ctxsent
@@ -94,13 +95,17 @@ def test_a_finished_run_keeps_no_checkpoint_unless_asked_and_a_rerun_starts_agai
 def test_a_finished_runs_model_card_says_how_it_was_trained(tiny_bert, tmp_path):
     out = tmp_path / "run"
     best = train(tiny_bert, out)["best"]
-    card = (out / "model" / "README.md").read_text()
-    assert card.startswith("# A ctxsent `cross-encoder` model")
-    assert "| max_length | `32` |" in card and f"- step: `{best['step']}`" in card
-    assert '- data: `{"train": "8 questions, ' in card
-    assert "ties ranked pessimistically" in card
-    assert f"| map | {best['dev']['map']:.4f} |" in card
-    assert 'ctxsent.load("model")' in card and "ctxsent export model" in card
+    card = ModelCard.load(out / "model" / "README.md")
+    assert (card.data.library_name, card.data.pipeline_tag) == ("ctxsent", "text-ranking")
+    dev = {r.metric_type: r.metric_value for r in card.data.eval_results}
+    assert dev["map"] == round(best["dev"]["map"], 4) and {"mrr", "p@1"} <= set(dev)
+    assert card.text.startswith("\n# A ctxsent `cross-encoder` model")
+    text = card.text
+    assert "| `max_length` | `32` |" in text and f"- best dev step: {best['step']}" in text
+    assert "- train data: 8 questions, " in text and "| `learning_rate` | `0.003` |" in text
+    assert "ties ranked pessimistically" in card.text
+    assert f"| dev | {best['dev']['map']:.4f} |" in card.text
+    assert 'ctxsent.load("PATH")' in card.text and "`--to onnx`" in card.text
 
 
 def test_a_folder_no_run_wrote_is_refused_and_nothing_in_it_removed(tmp_path):

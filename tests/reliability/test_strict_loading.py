@@ -107,5 +107,5 @@ def test_a_bi_encoder_folder_is_loaded_strictly(tiny_bert, tmp_path):
 def test_every_saved_folder_has_a_model_card_naming_its_kind(saved, kind):
     card = (saved[kind] / "README.md").read_text()
     summary = type(ctxsent.load(saved[kind])).__doc__.strip().splitlines()[0]
-    assert card.startswith(f"# A ctxsent `{kind}` model\n\n{summary}\n")
+    assert f"\n---\n\n# A ctxsent `{kind}` model\n\n{summary}\n" in card
     assert "## Use" in card

@@ -13,7 +13,7 @@ from ctxsent.cli.evaluate import senteval
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.evaluation.senteval import model_fingerprint
 from ctxsent.models.bag_of_words import BagOfWordsEncoder
-from ctxsent.models.baseline_rankers import BiEncoderRanker
+from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.resolver import load_encoder
 
 

@@ -1,12 +1,46 @@
-"""Fixtures for the service tests: tiny random rankers and an encoder."""
+"""Fixtures for the service tests: tiny random rankers and an encoder, a live server."""
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import torch
+import uvicorn
 
 from ctxsent.models.bi_encoder import BiEncoder
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.serving.server import uvicorn_options
 from synthetic import make_tiny_bert, spread_attention
+
+
+@pytest.fixture(scope="session")
+def live():
+    """Runs an app under uvicorn: ``with live(app) as (url, port)``."""
+    return serve_live
+
+
+@contextmanager
+def serve_live(app, read_timeout_s: float = 30.0) -> Iterator[tuple[str, int]]:
+    """``app`` under uvicorn on a free loopback port with ``ctxsent serve``'s options:
+    ``(base URL, port)``."""
+    options = uvicorn_options(read_timeout_s)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", **options)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(12_000):  # the bound only ends a hang
+        if server.started:
+            break
+        thread.join(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", port
+    finally:
+        server.should_exit = True
+        thread.join(60)
 
 
 @pytest.fixture(scope="session")

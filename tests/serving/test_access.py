@@ -77,8 +77,8 @@ def test_cors_origins_are_allowed_only_when_configured():
         ("/encode", {"texts": ["a"], "normalise": False}, "body.normalise"),
     ],
 )  # fmt: skip
-def test_unknown_fields_are_refused_with_their_name(path, body, field):
-    with TestClient(create_app("bm25")) as client:
+def test_unknown_fields_are_refused_with_their_name(path, body, field, tiny_encoder):
+    with TestClient(create_app(tiny_encoder if path == "/encode" else "bm25")) as client:
         response = client.post(path, json=body)
     assert response.status_code == 422
     assert response.json()["error"] == (

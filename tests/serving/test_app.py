@@ -209,7 +209,7 @@ def test_malformed_json_and_huge_bodies_are_refused(tiny_ranker):
 
 
 def test_encode_matches_the_encoder_and_needs_one(client, tiny_encoder):
-    assert client.post("/encode", json={"texts": ["a"]}).status_code == 422
+    assert client.post("/encode", json={"texts": ["a"]}).status_code == 404
     with TestClient(create_app(tiny_encoder)) as encoder_client:
         texts = ["the lamp is lit.", "ships pass the island at night.", "dusk"]
         body = encoder_client.post("/encode", json={"texts": texts}).json()
@@ -219,7 +219,7 @@ def test_encode_matches_the_encoder_and_needs_one(client, tiny_encoder):
         raw = encoder_client.post("/encode", json={"texts": texts, "normalize": False}).json()
         assert not np.allclose(np.linalg.norm(raw["embeddings"], axis=1), 1.0)
         rank = encoder_client.post("/rank", json={"question": "q?", "candidates": ["a"]})
-        assert rank.status_code == 422 and "/encode" in rank.json()["error"]
+        assert rank.status_code == 404 and "serves /, /embed, /encode" in rank.json()["error"]
 
 
 def test_unpaired_surrogates_get_422_and_the_connection_keeps_serving(client):
@@ -243,7 +243,8 @@ def test_health_and_openapi_describe_the_service(client):
     assert health["contextual"] is True and health["rank"] is True and health["encode"] is False
     assert health["limits"]["max_candidates"] == 20
     paths = client.get("/openapi.json").json()["paths"]
-    assert {"/rank", "/encode", "/health"} <= set(paths)
+    assert {"/rank", "/rerank", "/v1/rerank", "/health", "/info", "/metrics"} <= set(paths)
+    assert not {"/encode", "/embed", "/v1/embeddings"} & set(paths)  # a cross-encoder
     assert client.get("/docs").status_code == 200
 
 

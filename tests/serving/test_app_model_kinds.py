@@ -1,5 +1,5 @@
-"""Every model kind the service accepts answers every endpoint it advertises: 2xx with the
-right shape, or 4xx with a message saying why, never 500."""
+"""Every model kind the service accepts answers every endpoint it advertises with the right
+shape, and those it cannot serve with 404 naming the routes it has, never 500."""
 
 from __future__ import annotations
 
@@ -144,7 +144,11 @@ def test_health_and_docs(kind_client):
     health = client.get("/health")
     assert health.status_code == 200
     assert (health.json()["rank"], health.json()["encode"]) == (kind.can_rank, kind.can_encode)
-    assert {"/rank", "/encode", "/health"} <= set(client.get("/openapi.json").json()["paths"])
+    paths = set(client.get("/openapi.json").json()["paths"])
+    assert {"/health", "/info", "/metrics"} <= paths
+    ranking, encoding = {"/rank", "/rerank", "/v1/rerank"}, {"/encode", "/embed", "/v1/embeddings"}
+    assert (ranking <= paths, encoding <= paths) == (kind.can_rank, kind.can_encode)
+    assert (bool(ranking & paths), bool(encoding & paths)) == (kind.can_rank, kind.can_encode)
     assert client.get("/docs").status_code == 200
 
 
@@ -158,7 +162,7 @@ def test_rank(kind_client, own_ranker, source):
     if kind.can_rank:
         check_ranking(response, own_scores(own_ranker, source))
     else:
-        check_error(response, 422, "cannot rank; use /encode")
+        check_error(response, 404, "no route /rank: this model")
 
 
 def test_rank_with_alpha(kind_client, own_ranker):
@@ -171,7 +175,7 @@ def test_rank_with_alpha(kind_client, own_ranker):
     elif kind.can_rank:
         check_error(response, 422, "alpha applies to cascade models only")
     else:
-        check_error(response, 422, "cannot rank")
+        check_error(response, 404, "no route /rank")
 
 
 @pytest.mark.parametrize("normalize", [True, False])
@@ -179,7 +183,7 @@ def test_encode(kind_client, normalize):
     kind, client = kind_client
     response = client.post("/encode", json={"texts": TEXTS, "normalize": normalize})
     if not kind.can_encode:
-        check_error(response, 422, "no sentence encoder; use /rank")
+        check_error(response, 404, "no route /encode: this model")
         return
     assert response.status_code == 200, response.text
     body = response.json()
@@ -189,8 +193,9 @@ def test_encode(kind_client, normalize):
 
 
 def test_encode_needs_texts(kind_client):
-    _, client = kind_client
-    check_error(client.post("/encode", json={"texts": []}), 422, "texts")
+    kind, client = kind_client
+    response = client.post("/encode", json={"texts": []})
+    check_error(response, *((422, "texts") if kind.can_encode else (404, "no route")))
 
 
 def test_cross_thought_ranker_encode_gives_its_embeddings(tiny_cross_thought):

@@ -12,12 +12,10 @@ import threading
 import httpx
 import numpy as np
 import pytest
-import uvicorn
 
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.serving.app import create_app
 from ctxsent.serving.limits import ServeLimits
-from ctxsent.serving.server import uvicorn_options
 from polling import until
 
 QUERY = {"question": "who lit the lamp?", "candidates": ["the keeper", "a ship"]}
@@ -188,24 +186,11 @@ def test_the_work_of_a_client_that_disconnects_is_dropped():
 
 
 @pytest.fixture(scope="module")
-def live_url():
+def live_url(live):
     """The service under uvicorn with the ``ctxsent serve`` options, 0.5 s to send a head."""
     limits = ServeLimits(read_timeout_s=0.5)
-    app = create_app("bm25", limits)
-    options = uvicorn_options(limits.read_timeout_s)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", **options)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(12_000):  # the bound only ends a hang
-        if server.started:
-            break
-        thread.join(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}", port
-    server.should_exit = True
-    thread.join(60)
+    with live(create_app("bm25", limits), limits.read_timeout_s) as (url, port):
+        yield url, port
 
 
 def read_until_closed(connection: socket.socket) -> bytes:

@@ -11,12 +11,12 @@ from ssp_corpus import documents, write_corpus
 from typer.testing import CliRunner
 
 from ctxsent.cli import pretrain, pretrain_data
+from ctxsent.corpus.tokenizer_training import SPECIALS, train_wordpiece
 from ctxsent.errors import InputError
 from ctxsent.objectives.electra import ElectraObjective, ElectraSize, replaced_token_loss
 from ctxsent.objectives.ssp import SspConfig
 from ctxsent.objectives.ssp_data import TOKENIZER_DIR, build_ssp_dataset, load_ssp_dataset
 from ctxsent.tasks.as2_records import As2Record
-from ctxsent.text.tokenizer_training import SPECIALS, train_wordpiece
 from ctxsent.training.ssp_pretrain import SspPretrainConfig, ssp_objective
 
 TINY = ElectraSize(
@@ -147,7 +147,7 @@ def test_generator_shares_embeddings_and_loss_weights_apply(data, tmp_path):
 def test_electra_cpu_preset_runs_from_the_cli_and_fine_tunes_as_contextual_ranker(tmp_path):
     from transformers import AutoTokenizer
 
-    from ctxsent.saving import load
+    from ctxsent.models.registry import load_model_folder as load
 
     # 8 documents (100 examples): the run ends scoring every example no step drew with
     # the preset's 4-layer, 256-wide model

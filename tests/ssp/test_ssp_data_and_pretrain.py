@@ -103,7 +103,7 @@ def _config(steps, **kwargs):
 
 def test_pretrained_model_fine_tunes_without_conversion(ssp_data, tiny_bert, tmp_path):
     """Resuming after a kill: tests/reliability/test_kill_resume_pretraining.py."""
-    from ctxsent.saving import load
+    from ctxsent.models.registry import load_model_folder as load
 
     whole = pretrain_ssp(ssp_data, tmp_path / "whole", _config(6), _tiny_ranker(tiny_bert))
     final = whole["metrics"]["train"]
@@ -152,7 +152,7 @@ def test_mean_readout_pretrains_a_one_exit_cascade_that_fine_tunes_as_one(
     ssp_data, tiny_bert, tmp_path
 ):
     from ctxsent.models.cascade import CascadeRanker
-    from ctxsent.saving import load
+    from ctxsent.models.registry import load_model_folder as load
 
     config = _config(4, readout="mean", backbone=str(tiny_bert), heldout_examples=40)
     result = pretrain_ssp(ssp_data, tmp_path / "run", config)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.resolver import candidate_scores
 from ctxsent.tasks.as2_records import As2Record, group_by_question
 from ctxsent.tasks.negative_mining import mine_negatives, split_by_document
 
@@ -22,6 +23,7 @@ PAIRS = [
     ("q5", "S", "who rescued the sailors near the rocks", "Fishermen rescued the sailors."),
     ("q6", "S", "what cargo did the tower ship carry", "The ship carried coal and timber."),
 ]
+BM25 = candidate_scores("bm25")
 ANSWER = {qid: answer for qid, _, _, answer in PAIRS}
 
 
@@ -42,7 +44,7 @@ def negatives(records: list[As2Record]) -> dict[str, list[str]]:
 
 
 def test_bm25_mines_the_best_scored_sentences_of_the_same_document():
-    mined = mine_negatives(answers(), "bm25", k=2, pool="document")
+    mined = mine_negatives(answers(), BM25, k=2, pool="document")
     assert negatives(mined) == {
         "q1": ["q3", "q2"], "q2": ["q1", "q3"], "q3": ["q1", "q2"],
         "q4": ["q6", "q5"], "q5": ["q4", "q6"], "q6": ["q4", "q5"],
@@ -54,22 +56,22 @@ def test_bm25_mines_the_best_scored_sentences_of_the_same_document():
 
 
 def test_the_all_pool_draws_from_every_document():
-    mined = mine_negatives(answers(), "bm25", k=1, pool="all")
+    mined = mine_negatives(answers(), BM25, k=1, pool="all")
     assert negatives(mined) == {
         "q1": ["q3"], "q2": ["q1"], "q3": ["q1"], "q4": ["q6"], "q5": ["q4"], "q6": ["q3"]
     }  # fmt: skip
-    assert mine_negatives(answers(), "bm25", k=1) == mine_negatives(
-        answers(), "bm25", k=1, pool="document"
+    assert mine_negatives(answers(), BM25, k=1) == mine_negatives(
+        answers(), BM25, k=1, pool="document"
     )  # the default pool with document ids
     without = answers(documents=False)  # the default pool without document ids
-    assert mine_negatives(without, k=1) == mine_negatives(without, k=1, pool="all")
+    assert mine_negatives(without, BM25, k=1) == mine_negatives(without, BM25, k=1, pool="all")
 
 
 def test_a_candidate_paired_with_the_question_text_is_never_mined():
     records = answers(documents=False)
     same_text = As2Record("q1-again", PAIRS[0][2], "A paraphrased answer.", 1)
     known = As2Record("q3", PAIRS[2][2], ANSWER["q1"], 0)  # q3's best, already a negative
-    mined = mine_negatives([*records, same_text, known], "bm25", k=7, pool="all")
+    mined = mine_negatives([*records, same_text, known], BM25, k=7, pool="all")
     by_question = group_by_question(mined)
     assert "A paraphrased answer." not in {r.candidate for r in by_question["q1"]}
     assert ANSWER["q1"] not in {r.candidate for r in by_question["q1-again"]}
@@ -84,22 +86,22 @@ def test_a_candidate_paired_with_the_question_text_is_never_mined():
 def test_ties_are_broken_by_the_seed_deterministically():
     unrelated = [As2Record(f"q{i}", f"zebra {i}?", f"Sentence number {i}.", 1) for i in range(9)]
     picks = {
-        seed: [r.candidate for r in mine_negatives(unrelated, "bm25", k=3, seed=seed)]
+        seed: [r.candidate for r in mine_negatives(unrelated, BM25, k=3, seed=seed)]
         for seed in range(4)
     }  # every score is 0: only the seed orders the candidates
-    assert picks[0] == [r.candidate for r in mine_negatives(unrelated, "bm25", k=3, seed=0)]
+    assert picks[0] == [r.candidate for r in mine_negatives(unrelated, BM25, k=3, seed=0)]
     assert len({tuple(p) for p in picks.values()}) > 1
 
 
 def test_mining_refuses_bad_settings():
     with pytest.raises(InputError, match="field 'document_id': question 'q1' has an answer"):
-        mine_negatives(answers(documents=False), pool="document")
+        mine_negatives(answers(documents=False), BM25, pool="document")
     with pytest.raises(InputError, match="field 'pool'"):
-        mine_negatives(answers(), pool="corpus")
+        mine_negatives(answers(), BM25, pool="corpus")
     with pytest.raises(InputError, match="field 'negatives'"):
-        mine_negatives(answers(), k=0)
-    with pytest.raises(InputError, match="field 'mine-negatives': expected bm25 or bi-encoder"):
-        mine_negatives(answers(), "tfidf")
+        mine_negatives(answers(), BM25, k=0)
+    with pytest.raises(ModelFolderError, match="not a folder, nor a model name"):
+        candidate_scores("tfidf")
 
 
 def test_the_bi_encoder_encodes_each_distinct_text_once(tiny_bert, monkeypatch):
@@ -114,7 +116,7 @@ def test_the_bi_encoder_encodes_each_distinct_text_once(tiny_bert, monkeypatch):
 
     monkeypatch.setattr(BiEncoder, "encode", counting)
     records = answers() + [As2Record("q1", PAIRS[0][2], ANSWER["q2"], 1, document_id="L")]
-    mined = mine_negatives(records, f"bi-encoder:{tiny_bert}", k=2, pool="all")
+    mined = mine_negatives(records, candidate_scores(f"bi-encoder:{tiny_bert}"), k=2, pool="all")
     assert sorted(encoded) == sorted({*ANSWER.values(), *(question for _, _, question, _ in PAIRS)})
     for qid, group in group_by_question(mined).items():
         positives = {r.candidate for r in group if r.label}
@@ -162,6 +164,6 @@ def test_without_document_ids_the_split_is_by_question_text():
 def test_mining_a_split_draws_only_from_that_split():
     train, dev = split_by_document(answers(documents=False), dev_fraction=0.5, seed=3)
     for part, other in ((train, dev), (dev, train)):
-        mined = mine_negatives(part, "bm25", k=5, pool="all")
+        mined = mine_negatives(part, BM25, k=5, pool="all")
         assert {r.candidate for r in mined} == {r.candidate for r in part}
         assert not {r.candidate for r in mined} & {r.candidate for r in other}

@@ -14,6 +14,7 @@ module                 commands
 :mod:`.rank`           ``rank``, ``demo``
 :mod:`.serve`          ``serve``
 :mod:`.export`         ``export``
+:mod:`.push`           ``push``
 :mod:`.presets`        ``presets``
 =====================  ==================================================================
 
@@ -22,14 +23,20 @@ shared options are in :mod:`.options`. Heavy libraries (torch, transformers, dat
 imported inside the commands so that ``ctxsent --help`` stays instant. Any
 :class:`CtxsentError` or :class:`OSError` (a full disk, a folder one may not write) is
 printed as one line on stderr with exit code 2; option values outside their range are usage
-errors (exit 2).
+errors (exit 2). Third-party output known to be harmless (:data:`NOISE`: tips, info lines,
+deprecations, ONNX tracing warnings whose parity the export tests check) is hidden while a
+command runs, unless ``ctxsent -v``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import re
 import sys
 import warnings
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -47,6 +54,7 @@ from ctxsent.cli import (
     presets,
     pretrain,
     pretrain_data,
+    push,
     rank,
     serve,
 )
@@ -62,12 +70,53 @@ def error_line(err: CtxsentError | OSError) -> str:
     return " ".join(text.split())
 
 
+#: Third-party log records and warnings a command hides (``-v`` shows them): Lightning's
+#: tips and info lines, and warnings whose advice does not apply (a run shorter than the
+#: logging interval, a traced branch the ONNX export's parity tests cover).
+NOISE = re.compile(
+    r"💡 Tip|[GTH]PU available|Using .* Automatic Mixed Precision|Loading `train_dataloader`"
+    r"|`Trainer.fit` stopped|`weights_only` was not set|LOCAL_RANK: \d+ - CUDA_VISIBLE"
+    r"|You are using a CUDA device .* Tensor Cores|smaller than the logging interval"
+    r"|does not have many workers|trace might not generalize|cause the trace to be incorrect"
+    r"|exported graph will produce incorrect results|validation will run after every batch"
+)
+#: The loggers Lightning's info lines come from.
+_LIGHTNING_LOGGERS = (
+    "lightning.pytorch.utilities.rank_zero",
+    "lightning.fabric.utilities.rank_zero",
+    "lightning.pytorch.trainer.connectors.checkpoint_connector",
+)
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Hide :data:`NOISE` and third-party deprecation warnings while a command runs."""
+
+    def wanted(record: logging.LogRecord) -> bool:
+        return not NOISE.search(record.getMessage())
+
+    loggers = [logging.getLogger(name) for name in _LIGHTNING_LOGGERS]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", f".*(?:{NOISE.pattern})")  # matched from the start
+        for category in (DeprecationWarning, FutureWarning):
+            warnings.filterwarnings("ignore", category=category, module="(lightning|torch|transf)")
+        for logger in loggers:
+            logger.addFilter(wanted)
+        try:
+            yield
+        finally:
+            for logger in loggers:
+                logger.removeFilter(wanted)
+
+
 class OneLineErrors(TyperGroup):
-    """The top-level group: toolkit and OS errors end as one line on stderr, exit code 2."""
+    """The top-level group: toolkit and OS errors end as one line on stderr, exit code 2;
+    :func:`quiet` unless ``-v``."""
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with contextlib.nullcontext() if ctx.params.get("verbose") else quiet():
+                return super().invoke(ctx)
         except BrokenPipeError:
             raise  # click's main quietly ends a command whose reader left (ctxsent ... | head)
         except (CtxsentError, OSError) as err:
@@ -93,6 +142,7 @@ app.command("rank")(rank.rank)
 app.command("demo")(rank.demo)
 app.command("serve")(serve.serve)
 app.command("export")(export.export)
+app.command("push")(push.push)
 app.command("presets")(presets.list_presets)
 
 
@@ -108,6 +158,12 @@ def _options(
         bool,
         typer.Option(
             "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "-v", "--verbose", help="Show third-party tips, info lines and harmless warnings."
         ),
     ] = False,
 ) -> None:

@@ -42,7 +42,7 @@ def tune(
     from ctxsent.evaluation.cascade_tuning import plot_settings, pyplot, tune_cascade
     from ctxsent.io import check_writable
     from ctxsent.models.cascade import CascadeRanker
-    from ctxsent.saving import load
+    from ctxsent.models.registry import load_model_folder as load
     from ctxsent.tasks.as2_load import evaluation_records
     from ctxsent.tasks.as2_records import sample_questions
 
@@ -85,9 +85,9 @@ def sequential(
 ) -> None:
     """Chain independently trained rankers into the Sequential Ranker baseline (paper 4.2)."""
     from ctxsent.io import check_output
+    from ctxsent.models.registry import load_model_folder as load
     from ctxsent.models.sequential import SequentialRanker
     from ctxsent.models.staged import set_alphas
-    from ctxsent.saving import load
 
     check_output(out, SequentialRanker.kind, overwrite)  # before the stages load
     ranker = SequentialRanker([load(folder) for folder in stage])

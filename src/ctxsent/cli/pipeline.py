@@ -35,7 +35,7 @@ def build(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Chain a first stage and a reranker into one model folder."""
-    from ctxsent.models.pipeline import build_pipeline
+    from ctxsent.resolver import build_pipeline
 
     folder = build_pipeline(retriever, reranker, top_k, out, fusion, overwrite)
     report = {"model": str(folder), "retriever": retriever, "reranker": reranker, "top_k": top_k}

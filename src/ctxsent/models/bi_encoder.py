@@ -300,6 +300,11 @@ class BiEncoderRanker(As2Ranker, nn.Module):
         return self.encoder.device
 
     # -- encoder ----------------------------------------------------------------------
+    @property
+    def sentence_encoder(self) -> BiEncoder:
+        """The encoder it ranks with (:class:`~ctxsent.protocols.WrapsEncoder`)."""
+        return self.encoder
+
     def encode(
         self,
         texts: Sequence[str],

@@ -43,6 +43,7 @@ from ctxsent.models.backbones import DEFAULT_BACKBONE, depth_options, resolve_ba
 from ctxsent.models.layerwise import embed, run_layers
 from ctxsent.models.pooling import masked_mean
 from ctxsent.models.precision import keep_fp32
+from ctxsent.models.segments import encode_segments, pad_batch
 from ctxsent.models.staged import (
     CascadeCost,
     exit_costs,
@@ -289,8 +290,6 @@ class CascadeRanker(TransformerRanker):
         self, records: list[As2Record], alphas: list[float], batch_size: int, max_chars: float
     ) -> Generator[float, None, tuple[np.ndarray, list[int], int]]:
         """Run the cascade over whole questions held in memory together, in steps."""
-        from ctxsent.models.segments import encode_segments, pad_batch
-
         device, pad = self.device, self.tokenizer.pad_token_id
         chars = [record.characters for record in records]
         exits, depth = self.config.exits, self.model.config.num_hidden_layers

@@ -55,6 +55,7 @@ from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.inference import inference
 from ctxsent.models.ranker_base import As2Ranker
+from ctxsent.models.transformer_ranker import quiet_transformers
 from ctxsent.protocols import encode_inputs
 from ctxsent.saving import (
     check_tensors,
@@ -172,8 +173,6 @@ class CrossSequenceTransformer(nn.Module):
 
 def _bert_config(config: CrossThoughtConfig, overrides: dict | None):
     from transformers import AutoConfig
-
-    from ctxsent.models.transformer_ranker import quiet_transformers
 
     quiet_transformers()
     backbone = AutoConfig.from_pretrained(resolve_backbone(config.backbone), **(overrides or {}))
@@ -541,6 +540,11 @@ class CrossThoughtRanker(As2Ranker):
         self.model = model
         self.cache: dict[str, torch.Tensor] = {}
         self._cached_weights = -1
+
+    @property
+    def sentence_encoder(self) -> CrossThoughtModel:
+        """The Cross-Thought encoder it ranks with (:class:`~ctxsent.protocols.WrapsEncoder`)."""
+        return self.model
 
     def cache_candidates(
         self, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False

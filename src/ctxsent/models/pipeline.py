@@ -29,14 +29,14 @@ scores only those. Decisions taken here:
 
 The folder holds ``retriever-0``, ``retriever-1``, ... and ``reranker``, each a saved model
 folder, except a BM25 stage, which is only named (``"bm25"``) in the manifest and rebuilt
-with its default settings. :func:`build_pipeline` makes one from model specs
-(``ctxsent pipeline build``); ``ctxsent.load(FOLDER)`` returns it, so ``rank``,
+with its default settings. :func:`ctxsent.resolver.build_pipeline` makes one from model
+specs (``ctxsent pipeline build``); ``ctxsent.load(FOLDER)`` returns it, so ``rank``,
 ``eval as2`` and ``serve`` take it like any model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -44,19 +44,18 @@ from typing import Any
 import numpy as np
 
 from ctxsent.errors import InputError, ModelFolderError, check_range
+from ctxsent.models.baseline_rankers import BM25Ranker
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.staged import question_index
-from ctxsent.protocols import InferencePrecision, Ranker, StagedRanker
+from ctxsent.protocols import InferencePrecision, Ranker, SavedModel, StagedRanker
 from ctxsent.saving import config_from, model_folder, read_manifest, register_model
 from ctxsent.tasks.as2_records import As2Record
 
 #: A first stage only named in the manifest, rebuilt with its default settings.
 BM25 = "bm25"
-#: Model kinds :func:`build_pipeline` accepts as a first stage: each scores a candidate
-#: without reading it together with the question (BM25 terms, bi-encoder embeddings).
+#: Model kinds a first stage may be: each scores a candidate without reading it together
+#: with the question (BM25 terms, bi-encoder embeddings).
 RETRIEVER_KINDS = (BM25, "bi-encoder")
-#: ``build_pipeline``'s name for the hybrid of BM25 and the zero-shot bi-encoder.
-HYBRID = "hybrid"
 #: Reciprocal rank fusion's constant (Cormack et al., 2009).
 RRF_K = 60
 
@@ -126,18 +125,19 @@ class PipelineRanker(As2Ranker):
                 stage.precision = value
 
     @classmethod
-    def from_pretrained(cls, path: str | Path) -> PipelineRanker:
-        """Load a saved ``pipeline`` folder and its stages (each checked against its kind)."""
+    def from_pretrained(cls, path: str | Path, load_stage: Callable[[Path], Any]) -> PipelineRanker:
+        """Load a saved ``pipeline`` folder; ``load_stage`` loads each stage's folder
+        (:func:`~ctxsent.models.registry.load_model_folder`), checked against its kind."""
         path = Path(path)
         manifest = read_manifest(path)
         if manifest["kind"] != "pipeline":
             raise ModelFolderError(f"holds a {manifest['kind']!r}, not a pipeline", path=path)
         config = config_from(PipelineConfig, manifest, path)
         retrievers = [
-            _load_stage(path / f"retriever-{index}", kind)
+            _load_stage(path / f"retriever-{index}", kind, load_stage)
             for index, kind in enumerate(config.retrievers)
         ]
-        reranker = _load_stage(path / "reranker", config.reranker)
+        reranker = _load_stage(path / "reranker", config.reranker, load_stage)
         return cls(retrievers, reranker, config.top_k, config.rrf_k)
 
     def save_pretrained(self, path: str | Path, overwrite: bool = False) -> Path:
@@ -150,7 +150,7 @@ class PipelineRanker(As2Ranker):
         stages = {f"retriever-{i}": stage for i, stage in enumerate(self.retrievers)}
         stages["reranker"] = self.reranker
         for name, stage in stages.items():
-            if not _saved_by_name(stage) and not callable(getattr(stage, "save_pretrained", None)):
+            if not _saved_by_name(stage) and not isinstance(stage, SavedModel):
                 raise InputError(f"a {type(stage).__name__} cannot be saved", field=name)
         with model_folder(path, self.kind, asdict(self.config), overwrite) as staged:
             for name, stage in stages.items():
@@ -277,97 +277,25 @@ def below_kept(
 
 def stage_kind(stage: Any) -> str:
     """A stage's kind in the manifest: ``"bm25"`` or its saved model kind (else its class)."""
-    return BM25 if _saved_by_name(stage) else getattr(stage, "kind", type(stage).__name__)
+    if _saved_by_name(stage):
+        return BM25
+    return stage.kind if isinstance(stage, SavedModel) else type(stage).__name__
 
 
 def _saved_by_name(stage: Any) -> bool:
     """Whether ``stage`` is the BM25 that ``"bm25"`` names (default settings)."""
-    from ctxsent.models.baseline_rankers import BM25Ranker
-
     default = BM25Ranker()
     return type(stage) is BM25Ranker and (stage.k1, stage.b) == (default.k1, default.b)
 
 
-def _load_stage(folder: Path, kind: str) -> Any:
+def _load_stage(folder: Path, kind: str, load_stage: Callable[[Path], Any]) -> Any:
     """The stage the manifest names ``kind``: BM25, or the model saved in ``folder``."""
-    from ctxsent.models.baseline_rankers import BM25Ranker
-    from ctxsent.saving import load
-
     if kind == BM25:
         return BM25Ranker()
-    stage = load(folder)
-    if getattr(stage, "kind", None) != kind or not isinstance(stage, Ranker):
-        found = getattr(stage, "kind", type(stage).__name__)
+    stage = load_stage(folder)
+    found = stage_kind(stage)
+    if found != kind or not isinstance(stage, Ranker):
         raise ModelFolderError(
             f"holds a {found!r}; the pipeline's manifest says {kind!r}", path=folder
         )
     return stage
-
-
-def build_pipeline(
-    retriever: str,
-    reranker: str,
-    top_k: int,
-    out: str | Path,
-    fusion: str = "rrf",
-    overwrite: bool = False,
-) -> Path:
-    """Build a pipeline from model specs (:func:`ctxsent.load`) and save it to ``out``.
-
-    * ``retriever``: ``bm25``, ``bi-encoder[:BACKBONE]`` or a saved bi-encoder folder; or a
-      hybrid, several of these joined by ``+`` (``bm25+runs/bi/model``), ``hybrid`` being
-      ``bm25+bi-encoder``. A spec that is an existing path is never split at ``+``.
-    * ``reranker``: any ranker that can be saved: a ctxsent model folder (cross-encoder,
-      cascade, bi-encoder, ...), ``bi-encoder[:BACKBONE]`` or ``bm25``.
-    * ``fusion``: how a hybrid's first stages are fused: ``rrf`` (reciprocal rank fusion,
-      k = 60) or ``rrf:K``.
-
-    Settings, the retriever's form and ``out`` are checked before anything loads; each
-    stage's kind before anything is written. Every stage is copied into ``out`` (written
-    atomically: :func:`~ctxsent.io.atomic_path`), so the folder stands alone.
-    """
-    from ctxsent.io import check_output
-    from ctxsent.resolver import load, load_ranker
-
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
-        raise InputError(f"must be an integer >= 1, got {top_k!r}", field="top_k")
-    specs = retriever_specs(retriever)
-    rrf_k = parse_fusion(fusion)
-    if len(specs) == 1 and fusion != "rrf":
-        raise InputError("fusion applies to a hybrid first stage (A+B) only", field="fusion")
-    check_output(out, "pipeline", overwrite)
-    retrievers = []
-    for spec in specs:
-        stage = load(spec)
-        if stage_kind(stage) not in RETRIEVER_KINDS:
-            raise InputError(
-                f"a {type(stage).__name__} cannot be a first stage (one of: bm25, "
-                "bi-encoder[:BACKBONE], a saved bi-encoder folder)",
-                path=spec,
-            )
-        retrievers.append(stage)
-    pipeline = PipelineRanker(retrievers, load_ranker(reranker), top_k, rrf_k)
-    return pipeline.save_pretrained(out, overwrite)
-
-
-def retriever_specs(retriever: str) -> list[str]:
-    """The first-stage specs of ``build_pipeline``'s ``retriever`` (see there)."""
-    retriever = str(retriever)
-    if retriever == HYBRID:
-        return [BM25, "bi-encoder"]
-    if Path(retriever).exists() or "+" not in retriever:
-        return [retriever]
-    specs = retriever.split("+")
-    if not all(specs):
-        raise InputError(f"an empty first stage in {retriever!r}", field="retriever")
-    return specs
-
-
-def parse_fusion(fusion: str) -> int:
-    """The reciprocal-rank-fusion constant of ``rrf`` (60) or ``rrf:K`` (an integer >= 0)."""
-    name, _, constant = str(fusion).partition(":")
-    if name == "rrf" and not constant:
-        return RRF_K
-    if name == "rrf" and constant.isdigit():
-        return int(constant)
-    raise InputError(f"expected rrf or rrf:K (an integer >= 0), got {fusion!r}", field="fusion")

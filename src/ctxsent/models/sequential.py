@@ -14,24 +14,25 @@ A saved Sequential Ranker is a folder holding the stage folders
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.staged import CascadeCost, prune_in_stages, question_index, resolve_alphas
+from ctxsent.protocols import LayeredRanker
 from ctxsent.saving import model_folder, read_manifest, register_model
 from ctxsent.tasks.as2_records import As2Record
 
 
 def encoder_depth(ranker) -> int:
     """Transformer layers of a stage ranker (its cost per candidate)."""
-    config = getattr(getattr(ranker, "model", None), "config", None)
-    if config is None or not hasattr(config, "num_hidden_layers"):
+    if not isinstance(ranker, LayeredRanker):
         raise InputError(f"a {type(ranker).__name__} has no transformer depth", field="stages")
-    return config.num_hidden_layers
+    return ranker.num_layers
 
 
 @register_model("sequential")
@@ -57,16 +58,18 @@ class SequentialRanker(As2Ranker):
         return len(self.stages)
 
     @classmethod
-    def from_pretrained(cls, path: str | Path) -> SequentialRanker:
-        from ctxsent.saving import load
-
+    def from_pretrained(
+        cls, path: str | Path, load_stage: Callable[[Path], Any]
+    ) -> SequentialRanker:
+        """Load a saved ``sequential`` folder; ``load_stage`` loads each stage's folder
+        (:func:`~ctxsent.models.registry.load_model_folder`)."""
         manifest = read_manifest(path)
         if manifest["kind"] != "sequential":
             raise ModelFolderError(f"holds a {manifest['kind']!r}, not a sequential", path=path)
         count = manifest["config"].get("stages")
         if not isinstance(count, int) or count < 2:
             raise ModelFolderError("manifest needs 'stages' >= 2", path=path, field="stages")
-        stages = [load(Path(path) / f"stage-{i}") for i in range(count)]
+        stages = [load_stage(Path(path) / f"stage-{i}") for i in range(count)]
         return cls(stages, manifest["config"].get("alphas", ()))
 
     def save_pretrained(self, path: str | Path, overwrite: bool = False) -> Path:

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ctxsent.errors import InputError
+from ctxsent.protocols import StagedRanker
 
 T = TypeVar("T")
 
@@ -60,8 +61,6 @@ def resolve_alphas(alpha: float | str | Sequence[float], stages: int) -> list[fl
 def set_alphas(ranker, alpha: float | str | Sequence[float] | None) -> None:
     """Give a :class:`~ctxsent.protocols.StagedRanker` the drop rates ``alpha``
     (:func:`resolve_alphas`); None leaves its own; an :class:`InputError` for other rankers."""
-    from ctxsent.protocols import StagedRanker
-
     if alpha is None:
         return
     if not isinstance(ranker, StagedRanker):

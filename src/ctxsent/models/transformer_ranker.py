@@ -146,6 +146,11 @@ class TransformerRanker(As2Ranker, nn.Module):
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    @property
+    def num_layers(self) -> int:
+        """Layers a candidate goes through (:class:`~ctxsent.protocols.LayeredRanker`)."""
+        return self.model.config.num_hidden_layers
+
     def segments(self, records: Sequence[As2Record]) -> list[list[str]]:
         """The text columns fed to the encoder: questions, candidates[, contexts]."""
         columns = [[r.question for r in records], [r.candidate for r in records]]

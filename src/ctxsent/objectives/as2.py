@@ -11,7 +11,7 @@ train as one process.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -19,8 +19,13 @@ from torch import nn
 from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.objectives.global_batch import global_mean
 
-if TYPE_CHECKING:
-    from ctxsent.training.as2_finetune import As2TrainConfig, TrainableRanker
+
+class As2LossSettings(Protocol):
+    """What the AS2 losses read of a run's settings (an ``As2TrainConfig``)."""
+
+    loss: str
+    temperature: float
+    in_batch_negatives: bool
 
 
 def listwise_loss(
@@ -96,7 +101,7 @@ def bi_encoder_loss(
     candidate_rows: torch.Tensor,
     labels: torch.Tensor,
     groups: torch.Tensor | None,
-    config: As2TrainConfig,
+    config: As2LossSettings,
 ) -> torch.Tensor:
     """A bi-encoder's loss on a batch (see :func:`in_batch_negative_logits` for the inputs).
 
@@ -123,8 +128,8 @@ class As2Objective(nn.Module):
 
     def __init__(
         self,
-        ranker: TrainableRanker,
-        config: As2TrainConfig,
+        ranker: nn.Module,
+        config: As2LossSettings,
         questions: torch.Tensor | None = None,
     ) -> None:
         super().__init__()

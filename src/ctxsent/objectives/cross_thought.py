@@ -27,7 +27,7 @@ Choices the paper leaves open:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,8 +35,6 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from ctxsent.corpus.document import Document
-from ctxsent.corpus.titles import normalize_title, normalize_titles
 from ctxsent.errors import InputError
 from ctxsent.models.cross_thought import (
     AttentionLayer,
@@ -55,30 +53,6 @@ from ctxsent.objectives.masking import (
 
 
 # ---- data ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class TokenChunks:
-    """Short sequences in corpus order: ``ids`` ``(C, L)`` padded with ``pad_id``, ``lengths``.
-
-    The in-memory form of a Cross-Thought data folder
-    (:class:`~ctxsent.objectives.pretrain_data.ArrowChunks` reads the same rows lazily).
-    """
-
-    ids: np.ndarray
-    lengths: np.ndarray
-    pad_id: int
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    @property
-    def tokens(self) -> int:
-        return int(self.lengths.sum())
-
-    def rows(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-        """Sequences ``[start, stop)``: ids ``(n, L)`` and lengths."""
-        return self.ids[start:stop], self.lengths[start:stop]
-
-
 def paragraph_texts(paragraphs: Sequence[Sequence[str]]) -> list[str]:
     """A document's non-empty paragraphs, each its sentences joined by spaces."""
     return [" ".join(sentences) for sentences in paragraphs if sentences]
@@ -91,50 +65,11 @@ def cut_sequences(tokens: list[int], sequence_length: int, min_tokens: int) -> l
     return [piece for piece in pieces if len(piece) >= min_tokens]
 
 
-def chunk_documents(
-    documents: Iterable[Document],
-    tokenizer,
-    sequence_length: int = 64,
-    *,
-    max_chunks: int | None = None,
-    min_tokens: int = 8,
-    exclude_titles: Iterable[str] = (),
-) -> TokenChunks:
-    """Cut running text into ``sequence_length``-token sequences, in order (section 3.1).
-
-    Documents whose title is in ``exclude_titles`` (evaluation articles) are skipped.
-    Stops once ``max_chunks`` sequences are collected.
-    """
-    if sequence_length < 1 or min_tokens < 1:
-        raise InputError("sequence_length and min_tokens must be positive", field="sequence_length")
-    excluded = normalize_titles(exclude_titles)
-    pieces: list[list[int]] = []
-    for document in documents:
-        if normalize_title(document.title) in excluded:
-            continue
-        paragraphs = paragraph_texts(document.paragraphs)
-        if not paragraphs:
-            continue
-        encoded = tokenizer(paragraphs, add_special_tokens=False)["input_ids"]
-        tokens = [token for paragraph in encoded for token in paragraph]
-        pieces += cut_sequences(tokens, sequence_length, min_tokens)
-        if max_chunks is not None and len(pieces) >= max_chunks:
-            pieces = pieces[:max_chunks]
-            break
-    if not pieces:
-        raise InputError(f"the corpus gave no sequence of at least {min_tokens} tokens")
-    pad_id = tokenizer.pad_token_id or 0
-    ids = np.full((len(pieces), sequence_length), pad_id, dtype=np.int32)
-    for row, piece in enumerate(pieces):
-        ids[row, : len(piece)] = piece
-    return TokenChunks(ids, np.array([len(p) for p in pieces], dtype=np.int32), pad_id)
-
-
 class ConsecutiveSequences(Dataset):
     """Sample ``i`` is sequences ``[i*M, (i+1)*M)``; the last sample may hold fewer.
 
-    ``chunks``: :class:`TokenChunks`, or the lazy
-    :class:`~ctxsent.objectives.pretrain_data.ArrowChunks` of a data folder.
+    ``chunks``: the :class:`~ctxsent.objectives.pretrain_data.ArrowChunks` of a data folder
+    (``len`` and ``rows(start, stop)``: ids ``(n, L)`` and lengths).
     """
 
     def __init__(self, chunks, sequences_per_sample: int) -> None:

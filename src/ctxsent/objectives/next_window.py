@@ -23,7 +23,8 @@ from torch.utils.data import Dataset
 
 from ctxsent.models.rnn_cnn import DecoderConfig, RnnCnnEncoder, build_decoder
 from ctxsent.objectives.global_batch import global_mean
-from ctxsent.text.vocabulary import PAD_ID, TokenizedCorpus
+from ctxsent.objectives.pretrain_data import ArrowSentences
+from ctxsent.text.vocabulary import PAD_ID
 
 TargetKind = Literal["window", "sentence"]
 
@@ -31,7 +32,7 @@ TargetKind = Literal["window", "sentence"]
 class NextWindowDataset(Dataset):
     """Item ``k``: (input sentence ids, target ids) as int64 arrays.
 
-    ``corpus`` is a :class:`~ctxsent.text.vocabulary.TokenizedCorpus` or a data folder's
+    ``corpus`` is a data folder's
     lazy :class:`~ctxsent.objectives.pretrain_data.ArrowSentences`; items are the
     sentences that have a next one in their document, in corpus order, found by
     arithmetic on the per-document counts (no per-example index is built).
@@ -39,7 +40,7 @@ class NextWindowDataset(Dataset):
 
     def __init__(
         self,
-        corpus: TokenizedCorpus,
+        corpus: ArrowSentences,
         target: TargetKind = "window",
         target_length: int = 30,
         max_length: int = 30,

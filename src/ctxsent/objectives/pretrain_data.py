@@ -14,13 +14,11 @@ Schemas:
 * ``cross-thought``: one row per short sequence, in corpus order (a document's sequences
   are consecutive, and documents keep the corpus order, so the M consecutive sequences of
   a sample are read as one slice): ``input_ids`` list<int32> (``min_tokens``..L word-piece
-  ids, no special tokens, no padding: what
-  :func:`~ctxsent.objectives.cross_thought.chunk_documents` cuts) and ``document`` int32
+  ids, no special tokens, no padding) and ``document`` int32
   (the corpus row it comes from). ``tokenizer/`` holds the backbone's tokenizer.
 * ``encoder``: one row per document with a sentence that has a word: ``sentences``
   list<list<int32>> (the word ids of its sentences in reading order, paragraphs flattened,
-  sentences without a word dropped: what :func:`~ctxsent.text.vocabulary.tokenize_corpus`
-  gives) and ``document`` int32. ``vocab.txt`` is the
+  sentences without a word dropped) and ``document`` int32. ``vocab.txt`` is the
   :class:`~ctxsent.text.vocabulary.Vocabulary`, counted on the same sentences. Next-window
   and reconstruction examples are cut from these rows when read, so one folder serves
   every preset with its vocabulary settings (``vocab_size``, ``max_sentences``).
@@ -493,8 +491,8 @@ def check_encoder_data(summary: dict, path, vocab_size: int, max_sentences: int 
 
 
 class ArrowChunks:
-    """A Cross-Thought data folder's sequences, sliced from the memory-mapped table on demand
-    (the lazy counterpart of :class:`~ctxsent.objectives.cross_thought.TokenChunks`)."""
+    """A Cross-Thought data folder's sequences, sliced from the memory-mapped table on
+    demand."""
 
     def __init__(self, dataset, sequence_length: int, pad_id: int) -> None:
         self.column = dataset.data.table.column("input_ids")
@@ -521,9 +519,9 @@ class ArrowChunks:
 class ArrowSentences:
     """An encoder data folder's sentences, read from the memory-mapped table on demand.
 
-    Answers what :class:`~ctxsent.text.vocabulary.TokenizedCorpus` answers for the example
-    datasets (:mod:`~ctxsent.objectives.next_window`, :mod:`~ctxsent.objectives.reconstruct`);
-    it holds only the first sentence index of each document.
+    What the example datasets (:mod:`~ctxsent.objectives.next_window`,
+    :mod:`~ctxsent.objectives.reconstruct`) read; it holds only the first sentence index of
+    each document.
     """
 
     def __init__(self, dataset) -> None:

@@ -17,17 +17,18 @@ from torch.utils.data import Dataset
 
 from ctxsent.models.mean_max_aae import MeanMaxAaeEncoder, MeanMaxDecoder
 from ctxsent.objectives.next_window import pad_rows, summed_nll
-from ctxsent.text.vocabulary import BOS_ID, EOS_ID, PAD_ID, TokenizedCorpus
+from ctxsent.objectives.pretrain_data import ArrowSentences
+from ctxsent.text.vocabulary import BOS_ID, EOS_ID, PAD_ID
 
 
 class SentenceDataset(Dataset):
     """Item ``i``: the ids of sentence ``i``, cut at ``max_length`` words.
 
-    ``corpus``: a :class:`~ctxsent.text.vocabulary.TokenizedCorpus` or a data folder's lazy
+    ``corpus``: a data folder's lazy
     :class:`~ctxsent.objectives.pretrain_data.ArrowSentences`.
     """
 
-    def __init__(self, corpus: TokenizedCorpus, max_length: int = 30) -> None:
+    def __init__(self, corpus: ArrowSentences, max_length: int = 30) -> None:
         self.corpus, self.max_length = corpus, max_length
 
     def __len__(self) -> int:

@@ -109,7 +109,7 @@ def build_ssp_dataset(
     ``tokenizer`` is a backbone name, HF folder or hub id (see
     :func:`~ctxsent.models.backbones.resolve_backbone`); ``vocab_size``, when
     given, replaces it with a WordPiece tokenizer of that size trained on the
-    same documents (:func:`~ctxsent.text.tokenizer_training.train_wordpiece`);
+    same documents (:func:`~ctxsent.corpus.tokenizer_training.train_wordpiece`);
     ``max_documents`` keeps only the first documents of the corpus (quick
     runs, benchmarks).
     """
@@ -117,8 +117,8 @@ def build_ssp_dataset(
     from transformers import AutoTokenizer
 
     from ctxsent.corpus.storage import load_corpus
+    from ctxsent.corpus.tokenizer_training import train_wordpiece
     from ctxsent.models.backbones import resolve_backbone
-    from ctxsent.text.tokenizer_training import train_wordpiece
 
     out = Path(out)
     check_output(out, "ssp-data", overwrite)

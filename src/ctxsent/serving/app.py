@@ -1,4 +1,14 @@
-"""The HTTP service: ``POST /rank``, ``/rerank``, ``/encode``, ``GET /health``, docs at ``/docs``.
+"""The HTTP service: ctxsent's routes and the shapes RAG stacks already call.
+
+* ctxsent's own: ``POST /rank`` (candidates with context, or a document), ``/encode``;
+* text-embeddings-inference (TEI): ``POST /rerank``, ``/embed`` (and ``/``), ``GET /info``;
+* OpenAI: ``POST /v1/embeddings``; Cohere and Jina: ``POST /v1/rerank``, ``/v2/rerank``
+  (and ``/rerank``);
+* ``GET /health``, Prometheus ``GET /metrics``, docs at ``/docs``, ``/openapi.json``.
+
+A model serves the routes it can: a ranker the rank routes, a sentence encoder the
+embedding routes (a bi-encoder both); any other path answers 404 naming the routes.
+Bodies, and every error answer, are declared in :mod:`ctxsent.serving.schemas`.
 
 ``create_app(model)`` serves a saved ctxsent ranker folder, a built-in spec
 accepted by :func:`ctxsent.resolver.load_ranker` (``bm25``,
@@ -23,21 +33,24 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+from base64 import b64encode
 from collections.abc import Awaitable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from itertools import count
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import numpy as np
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 
+from ctxsent import __version__
 from ctxsent.errors import InputError
 from ctxsent.models.ranker_base import document_candidates, question_records, ranking
 from ctxsent.protocols import Encoder, Ranker, StagedRanker, SteppedRanker
@@ -49,91 +62,40 @@ from ctxsent.serving.limits import (
     check_count,
     check_texts,
 )
-from ctxsent.serving.middleware import BearerAuth, BodyGuard, error_response
+from ctxsent.serving.middleware import (
+    BearerAuth,
+    BodyGuard,
+    RequestMetrics,
+    ServiceMetrics,
+    error_response,
+)
+from ctxsent.serving.schemas import (
+    ERRORS,
+    IGNORED_HEADER,
+    IGNORING,
+    Answer,
+    Candidate,
+    CohereRerank,
+    Compatible,
+    Embedding,
+    EmbedRequest,
+    EncodeRequest,
+    EncodeResponse,
+    Info,
+    OpenAIEmbeddings,
+    OpenAIEmbeddingsRequest,
+    RankRequest,
+    RankResponse,
+    RerankDocument,
+    RerankRequest,
+    RerankResponse,
+    RerankResult,
+    TeiRank,
+    Usage,
+)
 from ctxsent.tasks.as2_records import As2Record
 
 T = TypeVar("T")
-#: Requests take no fields but their own: a misspelt option is an error (422), not ignored.
-STRICT = ConfigDict(extra="forbid")
-
-
-class Candidate(BaseModel):
-    """A candidate answer sentence with the sentences around it (for contextual models)."""
-
-    model_config = STRICT
-    text: str
-    previous: str = ""
-    next: str = ""
-
-
-class RankRequest(BaseModel):
-    """A question with ``candidates`` (strings or objects with context) or a ``document``."""
-
-    model_config = STRICT
-    question: str
-    candidates: list[str | Candidate] | None = None
-    document: str | None = Field(None, description="text split into sentences as candidates")
-    top_k: int | None = Field(None, ge=1, description="answers to return (default: all)")
-    alpha: float | list[float] | None = Field(
-        None, description="cascade drop rate, or one per non-final exit"
-    )
-
-    @model_validator(mode="after")
-    def _one_source(self) -> RankRequest:
-        if (self.candidates is None) == (self.document is None):
-            raise ValueError("give exactly one of 'candidates' and 'document'")
-        return self
-
-
-class Answer(BaseModel):
-    index: int
-    candidate: str
-    score: float
-    previous: str = ""
-    next: str = ""
-
-
-class RankResponse(BaseModel):
-    question: str
-    answers: list[Answer]
-
-
-class RerankDocument(BaseModel):
-    model_config = STRICT
-    text: str
-
-
-class RerankRequest(BaseModel):
-    """The rerank request shape of hosted rerank APIs (Cohere, Jina), which RAG frameworks
-    send: ``model`` is accepted for compatibility and ignored (the service has one)."""
-
-    model_config = STRICT
-    query: str
-    documents: list[str | RerankDocument] = Field(min_length=1)
-    top_n: int | None = Field(None, ge=1, description="results to return (default: all)")
-    return_documents: bool = False
-    model: str | None = Field(None, description="ignored: the served model answers")
-
-
-class RerankResult(BaseModel):
-    index: int
-    relevance_score: float
-    document: RerankDocument | None = None
-
-
-class RerankResponse(BaseModel):
-    results: list[RerankResult]
-
-
-class EncodeRequest(BaseModel):
-    model_config = STRICT
-    texts: list[str] = Field(min_length=1)
-    normalize: bool = True
-
-
-class EncodeResponse(BaseModel):
-    embeddings: list[list[float]]
-    dim: int
 
 
 @dataclass(frozen=True)
@@ -161,6 +123,11 @@ class ModelRunner:
         self.encoder = model if isinstance(model, Encoder) else None
         self.staged = isinstance(model, StagedRanker)  # cascade or sequential: takes an alpha
         self.encode_options = _raw_encode_options(self.encoder, batch_size)
+        from ctxsent.models.bi_encoder import BiEncoderRanker
+
+        self.cosine = isinstance(model, BiEncoderRanker)
+        config = getattr(model, "config", None)
+        self.max_length = getattr(model, "max_length", None) or getattr(config, "max_length", None)
 
     def __call__(self, key: Hashable, items: list[Any]) -> Sequence[Any]:
         task, option = key
@@ -180,6 +147,20 @@ class ModelRunner:
             norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
             embeddings = embeddings / np.maximum(norms, np.finfo(np.float32).tiny)
         return embeddings
+
+    def relevance(self, scores: Sequence[float]) -> np.ndarray:
+        """Scores mapped monotonically into [0, 1] (Cohere's ``relevance_score``): the sigmoid
+        (of a cross-encoder's or cascade's logit), or ``(1 + cos) / 2`` for a bi-encoder."""
+        scores = np.asarray(scores, np.float64)
+        return np.clip((1 + scores) / 2, 0, 1) if self.cosine else (1 + np.tanh(scores / 2)) / 2
+
+    def tokens(self, texts: list[str]) -> int:
+        """How many tokens of ``texts`` the encoder reads (words for one without a tokenizer)."""
+        tokenizer = getattr(self.encoder, "tokenizer", None)
+        if tokenizer is None:
+            return sum(len(text.split()) for text in texts)
+        ids = tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
+        return sum(map(len, ids))
 
     def check_alpha(self, alpha: float | list[float] | None) -> Hashable:
         """The alpha as a hashable batching key; an :class:`InputError` if it cannot apply."""
@@ -217,7 +198,7 @@ def grouping(model: Any) -> Grouping:
     rankers (BM25's IDF and Cross-Thought's attention over the candidates of a call, a
     sequential ranker) score each request alone and whole.
     """
-    from ctxsent.models.baseline_rankers import BiEncoderRanker
+    from ctxsent.models.bi_encoder import BiEncoderRanker
     from ctxsent.models.transformer_ranker import TransformerRanker
 
     if isinstance(model, Ranker) and not isinstance(model, TransformerRanker | BiEncoderRanker):
@@ -266,14 +247,21 @@ def create_app(
 
         model = load_ranker(model, precision, accelerator)
     runner = ModelRunner(model, batching.model_batch_size, limits.chunk_chars)
+    metrics = ServiceMetrics()
+
+    def run(key: Hashable, items: list[Any]) -> Sequence[Any]:
+        metrics.batch_size.observe(len(items))
+        return runner(key, items)
+
     batcher = MicroBatcher(
-        runner,
+        run,
         limits.max_batch,
         batching.max_wait_ms,
         grouping(model),
         cost=characters,
         max_chunk_cost=limits.chunk_chars,
     )
+    metrics.queue_depth.set_function(lambda: batcher.waiting)
     request_ids = count()
 
     @asynccontextmanager
@@ -285,9 +273,10 @@ def create_app(
         title="ctxsent",
         summary="Answer sentence selection: rank candidate answers for a question.",
         lifespan=lifespan,
+        responses=ERRORS,
     )
     app.state.model, app.state.batcher, app.state.limits = model, batcher, limits
-    # the last added is the outermost: CORS answers preflights, then keys, then body limits
+    # the last added is the outermost: metrics, CORS answers preflights, keys, body limits
     app.add_middleware(BodyGuard, max_bytes=limits.max_body_bytes, timeout_s=limits.read_timeout_s)
     if api_key is not None:
         docs = [app.docs_url, app.swagger_ui_oauth2_redirect_url, app.redoc_url, app.openapi_url]
@@ -315,25 +304,26 @@ def create_app(
             return task.result()
         raise ClientDisconnect() if gone in done else RequestTimeout(limits.timeout_s)
 
-    @app.exception_handler(RequestTooLarge)
-    async def too_large(_: Request, err: RequestTooLarge):
-        return error_response(413, str(err))
+    def answering(status: int):
+        async def handler(_: Request, err: Exception):
+            return error_response(status, str(err))
 
-    @app.exception_handler(InputError)
-    async def bad_input(_: Request, err: InputError):
-        return error_response(422, str(err))
+        return handler
 
-    @app.exception_handler(RequestTimeout)
-    async def timed_out(_: Request, err: RequestTimeout):
-        return error_response(504, str(err))
+    for error, status in {RequestTooLarge: 413, InputError: 422, RequestTimeout: 504}.items():
+        app.add_exception_handler(error, answering(status))
 
     @app.exception_handler(ClientDisconnect)
     async def client_gone(_: Request, err: ClientDisconnect):
         return error_response(499, "the client closed the connection")  # read by no one
 
     @app.exception_handler(HTTPException)
-    async def http_error(_: Request, err: HTTPException):
-        return error_response(err.status_code, str(err.detail), err.headers)
+    async def http_error(request: Request, err: HTTPException):
+        message = str(err.detail)
+        if err.status_code == 404:  # the routes depend on what the model can do
+            served = ", ".join(sorted(r.path for r in app.routes if isinstance(r, APIRoute)))
+            message = f"no route {request.url.path}: this model ({name}) serves {served}"
+        return error_response(err.status_code, message, err.headers)
 
     @app.exception_handler(RequestValidationError)
     async def malformed(_: Request, err: RequestValidationError):
@@ -364,6 +354,33 @@ def create_app(
             "batching": {**asdict(batcher.stats), "waiting": batcher.waiting},
         }
 
+    @app.get("/info", response_model=Info)
+    async def info() -> Info:
+        """TEI's service description: model, kind, input length and batch limits."""
+        parameter = next(iter(getattr(model, "parameters", list)()), None)
+        return Info(
+            model_id=name,
+            model_dtype=None if parameter is None else str(parameter.dtype).removeprefix("torch."),
+            model_type={
+                **({"embedding": {"pooling": "mean"}} if runner.encoder is not None else {}),
+                **({"reranker": {}} if runner.can_rank else {}),
+            },
+            max_input_length=runner.max_length,
+            max_client_batch_size=limits.max_candidates,
+            max_batch_requests=limits.max_batch,
+            version=__version__,
+        )
+
+    @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    async def prometheus() -> Response:
+        """Prometheus metrics: requests by route and status, latency, batch sizes, queue."""
+        return metrics.response()
+
+    def report_ignored(response: Response, request: Compatible) -> None:
+        """Name the request's fields that had no effect in the :data:`IGNORED_HEADER`."""
+        if ignored := request.ignored():
+            response.headers[IGNORED_HEADER] = ",".join(quote(field) for field in ignored)
+
     async def ranked(
         http: Request, question: str, texts, context, alpha, top: int | None, field="question"
     ):
@@ -376,48 +393,130 @@ def create_app(
         scores = await answer(http, batcher.submit(("rank", alpha), records))
         return ranking(records, scores, top)
 
-    @app.post("/rank", response_model=RankResponse)
-    async def rank(request: RankRequest, http: Request) -> RankResponse:
-        """Score the candidates (or the document's sentences) for the question, best first."""
-        if not runner.can_rank:
-            raise InputError("this model cannot rank; use /encode", field="model")
-        alpha = runner.check_alpha(request.alpha)
-        texts, context = _candidates(request, limits)
-        answers = await ranked(http, request.question, texts, context, alpha, request.top_k)
-        return RankResponse(question=request.question, answers=[Answer(**vars(a)) for a in answers])
-
-    @app.post("/rerank", response_model=RerankResponse, response_model_exclude_none=True)
-    async def rerank(request: RerankRequest, http: Request) -> RerankResponse:
-        """Hosted rerank APIs' shape: ``query`` + ``documents`` -> ``results`` with ``index``
-        and ``relevance_score``, best first (each document is one candidate, no context)."""
-        if not runner.can_rank:
-            raise InputError("this model cannot rank; use /encode", field="model")
-        texts = [d if isinstance(d, str) else d.text for d in request.documents]
-        check_count(len(texts), limits.max_candidates, "documents", "documents")
-        check_texts(((f"documents.{i}", t) for i, t in enumerate(texts)), limits.max_chars)
+    async def reranked(request: CohereRerank, http: Request, response: Response):
+        """The ranked documents (or TEI texts) of a rerank request, with their relevance."""
+        report_ignored(response, request)
+        texts, field = request.texts, "documents" if request.documents else "texts"
+        check_count(len(texts), limits.max_candidates, field, field)
+        check_texts(((f"{field}.{i}", t) for i, t in enumerate(texts)), limits.max_chars)
         answers = await ranked(http, request.query, texts, None, None, request.top_n, "query")
+        return answers, runner.relevance([a.score for a in answers])
+
+    def cohere_results(request: CohereRerank, answers, relevance) -> RerankResponse:
         return RerankResponse(
             results=[
                 RerankResult(
                     index=a.index,
-                    relevance_score=a.score,
+                    relevance_score=r,
                     document=RerankDocument(text=a.candidate) if request.return_documents else None,
                 )
-                for a in answers
+                for a, r in zip(answers, relevance, strict=True)
             ]
         )
 
-    @app.post("/encode", response_model=EncodeResponse)
-    async def encode(request: EncodeRequest, http: Request) -> EncodeResponse:
-        """Sentence embeddings (L2-normalised unless ``normalize`` is false)."""
-        if runner.encoder is None:
-            raise InputError("this model has no sentence encoder; use /rank", field="model")
-        check_count(len(request.texts), limits.max_candidates, "texts", "texts")
-        check_texts((("texts", t) for t in request.texts), limits.max_chars)
-        rows = await answer(http, batcher.submit(("encode", request.normalize), request.texts))
-        return EncodeResponse(embeddings=[r.tolist() for r in rows], dim=len(rows[0]))
+    if runner.can_rank:
 
+        @app.post("/rank", response_model=RankResponse)
+        async def rank(request: RankRequest, http: Request) -> RankResponse:
+            """Score the candidates (or the document's sentences) for the question, best first."""
+            alpha = runner.check_alpha(request.alpha)
+            texts, context = _candidates(request, limits)
+            answers = await ranked(http, request.question, texts, context, alpha, request.top_k)
+            answers = [Answer(**vars(a)) for a in answers]
+            return RankResponse(question=request.question, answers=answers)
+
+        @app.post(
+            "/rerank",
+            response_model=RerankResponse | list[TeiRank],
+            response_model_exclude_none=True,
+            responses=IGNORING,
+        )
+        async def rerank(request: RerankRequest, http: Request, response: Response):
+            """TEI's rerank (``texts`` -> a list of ``{index, score, text}``) or Cohere's
+            (``documents`` -> ``{results}``, as ``/v1/rerank``), best first; each text is one
+            candidate without context. Scores are 0-1 relevance unless ``raw_scores``."""
+            answers, relevance = await reranked(request, http, response)
+            if request.documents is not None:
+                return cohere_results(request, answers, relevance)
+            scores = [a.score for a in answers] if request.raw_scores else relevance
+            return [
+                TeiRank(index=a.index, score=s, text=a.candidate if request.return_text else None)
+                for a, s in zip(answers, scores, strict=True)
+            ]
+
+        cohere = {"response_model": RerankResponse, "response_model_exclude_none": True}
+
+        @app.post("/v1/rerank", responses=IGNORING, **cohere)
+        async def rerank_v1(request: CohereRerank, http: Request, response: Response):
+            """Cohere's and Jina's rerank: ``results`` with ``index`` and 0-1
+            ``relevance_score`` (the sigmoid of a cross-encoder's or cascade's logit,
+            ``(1 + cos) / 2`` for a bi-encoder), best first."""
+            return cohere_results(request, *await reranked(request, http, response))
+
+        app.post("/v2/rerank", summary="Rerank (Cohere's v2 path)", responses=IGNORING, **cohere)(
+            rerank_v1
+        )
+
+    async def embedded(http: Request, texts: list[str], normalize: bool, field: str) -> np.ndarray:
+        """The embeddings of ``texts`` (L2-normalised when ``normalize``), one row each."""
+        check_count(len(texts), limits.max_candidates, "texts", field)
+        check_texts(((field, t) for t in texts), limits.max_chars)
+        return np.stack(await answer(http, batcher.submit(("encode", normalize), texts)))
+
+    if runner.encoder is not None:
+
+        @app.post("/encode", response_model=EncodeResponse)
+        async def encode(request: EncodeRequest, http: Request) -> EncodeResponse:
+            """Sentence embeddings (L2-normalised unless ``normalize`` is false)."""
+            rows = await embedded(http, request.texts, request.normalize, "texts")
+            return EncodeResponse(embeddings=rows.tolist(), dim=rows.shape[1])
+
+        @app.post("/embed", response_model=list[list[float]], responses=IGNORING)
+        async def embed(request: EmbedRequest, http: Request, response: Response):
+            """TEI's embed: one vector per input (L2-normalised unless ``normalize`` is false)."""
+            report_ignored(response, request)
+            texts = _listed(request.inputs)
+            return (await embedded(http, texts, request.normalize, "inputs")).tolist()
+
+        # TEI's root route, which huggingface_hub's InferenceClient(model=URL) calls
+        root = {"summary": "Embed (TEI's root)", "responses": IGNORING}
+        app.post("/", response_model=list[list[float]], **root)(embed)
+
+        @app.post("/v1/embeddings", response_model=OpenAIEmbeddings, responses=IGNORING)
+        async def embeddings(
+            request: OpenAIEmbeddingsRequest, http: Request, response: Response
+        ) -> OpenAIEmbeddings:
+            """OpenAI's embeddings: L2-normalised vectors, as floats or base64 float32 bytes."""
+            report_ignored(response, request)
+            texts = _listed(request.input)
+            rows = await embedded(http, texts, True, "input")
+            if request.dimensions not in (None, rows.shape[1]):
+                raise InputError(
+                    f"{request.dimensions} dimensions asked, but this model's embeddings have "
+                    f"{rows.shape[1]} and cannot be shortened",
+                    field="dimensions",
+                )
+            base64 = request.encoding_format == "base64"
+            data = [
+                Embedding(index=i, embedding=_base64(row) if base64 else row.tolist())
+                for i, row in enumerate(rows)
+            ]
+            tokens = runner.tokens(texts)
+            return OpenAIEmbeddings(
+                data=data, model=name, usage=Usage(prompt_tokens=tokens, total_tokens=tokens)
+            )
+
+    app.add_middleware(RequestMetrics, metrics=metrics, paths={route.path for route in app.routes})
     return app
+
+
+def _listed(texts: str | list[str]) -> list[str]:
+    return [texts] if isinstance(texts, str) else texts
+
+
+def _base64(row: np.ndarray) -> str:
+    """OpenAI's ``encoding_format="base64"``: the little-endian float32 bytes in base64."""
+    return b64encode(row.astype("<f4").tobytes()).decode()
 
 
 async def _disconnected(request: Request) -> None:

@@ -1,6 +1,6 @@
-"""ASGI middleware of the HTTP service: request body limits and bearer-key access.
+"""ASGI middleware of the HTTP service: request body limits, bearer-key access, metrics.
 
-Both are plain ASGI (no ``BaseHTTPMiddleware``), so they see the body as it
+All are plain ASGI (no ``BaseHTTPMiddleware``), so they see the body as it
 streams in and refuse a request before the app reads it.
 """
 
@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import time
 from collections.abc import Collection
 
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
@@ -111,3 +120,58 @@ class BearerAuth:
             return
         problem = "this service needs an API key: send 'Authorization: Bearer KEY'"
         await error_response(401, problem, {"www-authenticate": "Bearer"})(scope, receive, send)
+
+
+class ServiceMetrics:
+    """The service's Prometheus metrics, in a registry of its own (one per app)."""
+
+    def __init__(self) -> None:
+        self.registry = registry = CollectorRegistry()
+        self.requests = Counter(
+            "ctxsent_requests", "HTTP requests answered", ["route", "status"], registry=registry
+        )
+        self.latency = Histogram(
+            "ctxsent_request_seconds", "Seconds to answer a request", ["route"], registry=registry
+        )
+        self.batch_size = Histogram(
+            "ctxsent_batch_size",
+            "Items (records to score, texts to embed) per model call",
+            buckets=[2**i for i in range(11)],
+            registry=registry,
+        )
+        self.queue_depth = Gauge(
+            "ctxsent_queue_depth", "Requests waiting for a model call", registry=registry
+        )
+
+    def response(self) -> Response:
+        """The metrics in Prometheus' text format."""
+        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+class RequestMetrics:
+    """Counts and times every request by route (``other`` for a path that is no route)
+    and status; the outermost middleware, so refusals by the others count too."""
+
+    def __init__(self, app: ASGIApp, metrics: ServiceMetrics, paths: Collection[str]) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.paths = frozenset(paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        route = scope["path"] if scope["path"] in self.paths else "other"
+        status, start = 500, time.perf_counter()  # 500 unless a response starts
+
+        async def timed_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, timed_send)
+        finally:
+            self.metrics.requests.labels(route, str(status)).inc()
+            self.metrics.latency.labels(route).observe(time.perf_counter() - start)

@@ -46,6 +46,7 @@ from pathlib import Path
 from ctxsent.errors import InputError
 from ctxsent.io import check_file, open_text, read_json_lines, read_lines
 from ctxsent.tasks.as2_records import As2Record
+from ctxsent.tasks.negative_mining import CandidateScores, mine_negatives
 
 FIELDS = tuple(field.name for field in fields(As2Record))
 REQUIRED = ("question", "candidate")
@@ -110,19 +111,17 @@ def read_fine_tuning_files(
     dev: str,
     test: str | None = None,
     columns: dict[str, str] | None = None,
-    mine: str | None = None,
+    mine: CandidateScores | None = None,
     negatives: int = 5,
     seed: int = 0,
 ) -> tuple[list[As2Record], list[As2Record], list[As2Record]]:
     """``(train, dev, test)`` records from a user's files, checked before training starts.
 
     Each is read by :func:`read_as2_file` (``test`` may be left out: ``[]``); with ``mine``
-    (``bm25`` | ``bi-encoder[:BACKBONE]``) each gets ``negatives`` mined per question from
+    (:func:`ctxsent.resolver.candidate_scores`) each gets ``negatives`` mined per question from
     its own candidates (:func:`~ctxsent.tasks.negative_mining.mine_negatives`, no leakage
     between splits); then :func:`check_fine_tuning_splits`.
     """
-    from ctxsent.tasks.negative_mining import mine_negatives
-
     splits = [read_as2_file(source, columns) if source else [] for source in (train, dev, test)]
     if mine is not None:
         splits = [

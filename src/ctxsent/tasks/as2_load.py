@@ -23,7 +23,7 @@ from ctxsent.tasks.as2_readers import (
     read_trecqa,
     read_wikiqa,
 )
-from ctxsent.tasks.as2_records import As2Record
+from ctxsent.tasks.as2_records import As2Record, clean
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,6 @@ def evaluation_records(
 ) -> list[As2Record]:
     """Records of ``split`` of a folder or data set spec (a file is one split), with only the
     questions that have both labels if ``clean_questions``; an error when none are left."""
-    from ctxsent.tasks.as2_records import clean
-
     records = load_as2(data, split if takes_split(data) else None, columns)
     records = clean(records) if clean_questions else records
     if not records:

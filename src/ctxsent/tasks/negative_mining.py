@@ -14,7 +14,7 @@ would turn dev answers into train negatives and the reverse.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -22,22 +22,22 @@ from ctxsent.errors import InputError
 from ctxsent.tasks.as2_records import As2Record, group_by_question
 
 POOLS = ("document", "all")
+#: ``scores(questions, candidates)``: one array of candidate scores per question.
+CandidateScores = Callable[[list[str], list[str]], Iterable[np.ndarray]]
 
 
 def mine_negatives(
     records: Sequence[As2Record],
-    method: str = "bm25",
+    scores: CandidateScores,
     k: int = 5,
     pool: str | None = None,
     seed: int = 0,
-    batch_size: int = 64,
 ) -> list[As2Record]:
     """``records`` plus up to ``k`` mined label-0 records per question, each after its own.
 
-    ``method``: ``bm25`` (:class:`~ctxsent.models.baseline_rankers.Bm25Index`, IDF from
-    every distinct candidate) or ``bi-encoder[:BACKBONE]`` (cosine of
-    :class:`~ctxsent.models.bi_encoder.BiEncoder` embeddings; each distinct question and
-    candidate is encoded once). ``pool``: ``document``, the candidates sharing a
+    ``scores`` scores the distinct candidates of ``records`` for each distinct question
+    (:func:`ctxsent.resolver.candidate_scores`: BM25, or the cosine of an encoder's
+    embeddings). ``pool``: ``document``, the candidates sharing a
     ``document_id`` with one of the question's answers, or ``all`` the distinct
     candidates of ``records``; by default ``document`` when every record has a document id.
 
@@ -67,7 +67,7 @@ def mine_negatives(
     for qid, group in groups.items():
         qids.setdefault(group[0].question, []).append(qid)
     mined: dict[str, list[As2Record]] = {}
-    for question, scores in zip(qids, _scorer(method, batch_size)(list(qids), texts), strict=True):
+    for question, row_scores in zip(qids, scores(list(qids), texts), strict=True):
         allowed = np.ones(len(texts), dtype=bool)
         allowed[[row[text] for text in paired[question]]] = False
         for qid in qids[question]:
@@ -79,7 +79,7 @@ def mine_negatives(
                     [row[t] for t in _document_pool(group, by_document)], dtype=np.int64
                 )
                 rows = rows[allowed[rows]]
-            best = _top(rows, scores, tiebreak, k)
+            best = _top(rows, row_scores, tiebreak, k)
             mined[qid] = [_negative(group[0], first[texts[i]]) for i in best]
     return [record for qid, group in groups.items() for record in (*group, *mined[qid])]
 
@@ -162,27 +162,3 @@ def _negative(question: As2Record, candidate: As2Record) -> As2Record:
         candidate.document_id,
         candidate.document_title,
     )
-
-
-def _scorer(method: str, batch_size: int) -> Callable[[list[str], list[str]], Iterator[np.ndarray]]:
-    """``score(questions, candidates)``: one array of candidate scores per question."""
-    if method == "bm25":
-        from ctxsent.models.baseline_rankers import Bm25Index
-
-        return lambda questions, candidates: Bm25Index(candidates).scores(questions)
-    name, _, backbone = method.partition(":")
-    if name != "bi-encoder":
-        raise InputError(
-            f"expected bm25 or bi-encoder[:BACKBONE], got {method!r}", field="mine-negatives"
-        )
-    from ctxsent.models.backbones import DEFAULT_BACKBONE
-    from ctxsent.models.bi_encoder import BiEncoder
-
-    encoder = BiEncoder.from_pretrained(backbone or DEFAULT_BACKBONE)
-
-    def cosines(questions: list[str], candidates: list[str]) -> Iterator[np.ndarray]:
-        vectors = encoder.encode(candidates, batch_size)
-        for question in encoder.encode(questions, batch_size):
-            yield vectors @ question
-
-    return cosines

@@ -1,9 +1,8 @@
-"""Word tokenisation, a word vocabulary from a corpus, and the corpus as word ids.
+"""Word tokenisation and a word vocabulary from a corpus.
 
 RNN-CNN (section 4) and Mean-Max AAE (section 4.2) both train on "the 20k most
-frequent words" of the corpus; :meth:`Vocabulary.build` counts them.
-:func:`tokenize_corpus` turns a corpus into one flat id array with sentence and
-document offsets, which the objectives slice into examples without copying.
+frequent words" of the corpus; :meth:`Vocabulary.build` counts them. An encoder data
+folder (:mod:`ctxsent.objectives.pretrain_data`) holds the corpus as word ids.
 
 Choices the papers leave open: text is lowercased (GloVe 6B is uncased); tokens
 are PTB-like pieces (clitics such as ``n't`` and ``'s`` split off, punctuation
@@ -15,13 +14,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from ctxsent.corpus.document import Document
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_write, read_lines
 
@@ -103,88 +99,3 @@ class Vocabulary:
             return cls(lines[1:], lowercase=lines[0] == "#lowercase=1")
         except ValueError as err:
             raise InputError(str(err), path=path) from None
-
-
-@dataclass(frozen=True)
-class TokenizedCorpus:
-    """A corpus as word ids: sentence ``i`` is ``tokens[starts[i]:ends[i]]``.
-
-    ``document_ends[i]`` is where the token stream of sentence ``i``'s document
-    ends (the next-window targets never cross documents) and ``next_sentence[i]``
-    is the index of the following sentence of the same document, or -1.
-    """
-
-    tokens: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    document_ends: np.ndarray
-    next_sentence: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def sentence(self, i: int) -> np.ndarray:
-        return self.tokens[self.starts[i] : self.ends[i]]
-
-    # what the example datasets read (next_window, reconstruct); a data folder's
-    # :class:`~ctxsent.objectives.pretrain_data.ArrowSentences` answers the same, lazily
-    def sentence_lengths(self) -> np.ndarray:
-        return self.ends - self.starts
-
-    def document_sizes(self) -> np.ndarray:
-        """Sentences in each document, in order."""
-        return np.diff(np.concatenate([[-1], np.flatnonzero(self.next_sentence < 0)]))
-
-    def following(self, i: int, count: int) -> np.ndarray:
-        """Up to ``count`` tokens after sentence ``i``, inside its document."""
-        return self.tokens[self.ends[i] : min(self.ends[i] + count, self.document_ends[i])]
-
-
-def corpus_sentences(documents: Iterable[Document], limit: int | None = None) -> Iterator[str]:
-    """Sentences of ``documents`` in reading order, at most ``limit``."""
-    count = 0
-    for document in documents:
-        for paragraph in document.paragraphs:
-            for sentence in paragraph:
-                if limit is not None and count >= limit:
-                    return
-                count += 1
-                yield sentence
-
-
-def tokenize_corpus(
-    documents: Iterable[Document], vocabulary: Vocabulary, limit: int | None = None
-) -> TokenizedCorpus:
-    """Word ids of the first ``limit`` sentences; sentences without words are skipped."""
-    tokens: list[int] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    document_ends: list[int] = []
-    next_sentence: list[int] = []
-    remaining = limit
-    for document in documents:
-        first = len(starts)
-        text = corpus_sentences([document], remaining)
-        for sentence in text:
-            ids = vocabulary.ids(sentence)
-            if ids:
-                starts.append(len(tokens))
-                tokens.extend(ids)
-                ends.append(len(tokens))
-                next_sentence.append(len(starts))
-        if len(starts) > first:
-            next_sentence[-1] = -1
-            document_ends.extend([len(tokens)] * (len(starts) - first))
-        if remaining is not None:
-            remaining = limit - len(starts)
-            if remaining <= 0:
-                break
-    if not starts:
-        raise InputError("the corpus has no sentence with a word in it")
-    return TokenizedCorpus(
-        np.asarray(tokens, dtype=np.int32),
-        np.asarray(starts, dtype=np.int64),
-        np.asarray(ends, dtype=np.int64),
-        np.asarray(document_ends, dtype=np.int64),
-        np.asarray(next_sentence, dtype=np.int64),
-    )

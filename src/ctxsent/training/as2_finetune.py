@@ -47,9 +47,10 @@ from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.bi_encoder import NOT_CONTEXTUAL, BiEncoderRanker
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.models.registry import load_model_folder
 from ctxsent.models.transformer_ranker import TransformerRanker
 from ctxsent.objectives.as2 import As2Objective
-from ctxsent.saving import UnfinishedRunWarning, load
+from ctxsent.saving import UnfinishedRunWarning
 from ctxsent.tasks.as2_records import As2Record, clean, first_questions, group_by_question
 from ctxsent.training.as2_presets import DEFAULT_AS2_PRESET, As2TrainConfig
 from ctxsent.training.engine import Evaluation, OptimizerSettings, train_objective
@@ -122,7 +123,8 @@ class As2RankerSpec:
 
     def build(self) -> TrainableRanker:
         """The ranker; its new parameters are drawn from torch's global RNG."""
-        from ctxsent.saving import is_model_folder, load
+        from ctxsent.models.registry import load_model_folder as load
+        from ctxsent.saving import is_model_folder
 
         if is_model_folder(self.init):
             ranker = load(self.init).with_context(self.contextual)
@@ -385,7 +387,7 @@ def finetune_as2(
         if test and trained.is_global_zero:
             with warnings.catch_warnings():  # the run's own model, before it finishes
                 warnings.simplefilter("ignore", UnfinishedRunWarning)
-                best = load(run.model_dir)
+                best = load_model_folder(run.model_dir)
             metrics["test"] = score_as2(best, clean(test), config.eval_batch_size)
         return run.finish(trained, metrics, data=sizes)
 
@@ -424,6 +426,7 @@ class As2Data:
 
     def load(self, seed: int) -> tuple[list[As2Record], list[As2Record], list[As2Record]]:
         """The train, dev and test records (``seed``: the mined negatives' sampling)."""
+        from ctxsent.resolver import candidate_scores
         from ctxsent.tasks.as2_files import parse_columns, read_fine_tuning_files
         from ctxsent.tasks.as2_load import load_as2_sources
 
@@ -433,15 +436,26 @@ class As2Data:
             dev_sources = [self.dev_data] if self.dev_data else self.sources
             dev, test = load_as2_sources(dev_sources, self.dev_split, columns), []
         else:
+            mine = candidate_scores(self.mine_negatives) if self.mine_negatives else None
             train, dev, test = read_fine_tuning_files(
-                self.train_file, self.dev_file, self.test_file, columns, self.mine_negatives,
-                self.negatives, seed,
+                self.train_file, self.dev_file, self.test_file, columns, mine, self.negatives,
+                seed,
             )  # fmt: skip
         train = clean(train) if self.train_clean else train
         dev = clean(dev) if self.dev_clean else dev
         if self.dev_questions is not None:
             dev = first_questions(dev, self.dev_questions)
         return train, dev, test
+
+    @property
+    def names(self) -> dict:
+        """Split -> where its records come from (the model card's datasets)."""
+        sources = list(self.sources) or None
+        return {
+            "train": sources or self.train_file,
+            "dev": [self.dev_data] if self.dev_data else sources or self.dev_file,
+            "test": self.test_file,
+        }
 
 
 def as2_recipe(
@@ -483,10 +497,14 @@ def run_as2(
 ) -> dict:
     """``ctxsent finetune as2``: the run :func:`as2_recipe` makes, on ``data`` (loaded once
     ``OUT`` is checked), by :func:`finetune_as2`; returns the run's record."""
+    from ctxsent.model_card import update_model_card
+
     spec, config = as2_recipe(preset, init, model, settings)
     TrainingRun.check(out, spec.kind, overwrite)  # before the data loads
     train, dev, test = data.load(config.seed)
-    return finetune_as2(spec, train, dev, out, config, overwrite, test)
+    record = finetune_as2(spec, train, dev, out, config, overwrite, test)
+    update_model_card(Path(out) / "model", None, data.names)
+    return record
 
 
 def _data_size(records: Sequence[As2Record]) -> str:

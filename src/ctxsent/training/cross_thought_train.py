@@ -50,6 +50,7 @@ from ctxsent.objectives.cross_thought import (
     PairClassificationObjective,
     collator_for,
 )
+from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.pretrain_data import (
     ArrowChunks,
     check_cross_thought_data,
@@ -67,7 +68,6 @@ from ctxsent.training.engine import (
     train_objective,
 )
 from ctxsent.training.runs import TrainingRun
-from ctxsent.training.sampling import StreamBatches
 from ctxsent.training.settings import RunSettings, warn_uneven_accumulation
 
 

@@ -34,6 +34,7 @@ from ctxsent.models.mean_max_aae import MeanMaxAaeConfig, MeanMaxAaeEncoder
 from ctxsent.models.rnn_cnn import DecoderConfig, RnnCnnConfig, RnnCnnEncoder
 from ctxsent.models.word_embeddings import expand_embeddings, pretrained_embeddings
 from ctxsent.models.word_level_encoder import WordLevelEncoder
+from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.next_window import (
     NextWindowDataset,
     NextWindowObjective,
@@ -55,7 +56,6 @@ from ctxsent.text.vocabulary import Vocabulary
 from ctxsent.training.encoder_presets import GLOVE_PACKAGE, EncoderPretrainConfig
 from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation, train_objective
 from ctxsent.training.runs import TrainingRun
-from ctxsent.training.sampling import StreamBatches
 from ctxsent.training.settings import warn_uneven_accumulation
 
 

@@ -277,8 +277,10 @@ def finish_run(out: Path, record: dict, keep_checkpoints: bool = False) -> None:
     ``keep_checkpoints``. Prefer :meth:`TrainingRun.finish`."""
     record = {**(read_run(out) or {}), **_plain(record), "status": "finished"}
     if (out / MODEL_DIR).is_dir():
-        card = {**(record.get("best") or {}), "data": record.get("data")}
-        write_model_card(out / MODEL_DIR, card)
+        test = (record.get("metrics") or {}).get("test")
+        recipe = (record.get("settings") or {}).get("config")
+        card = {**(record.get("best") or {}), "data": record.get("data"), "train": recipe}
+        write_model_card(out / MODEL_DIR, card | ({"test": test} if test else {}))
         (out / MODEL_DIR / RUN_STAMP).unlink(missing_ok=True)
     if not keep_checkpoints:
         remove_path(out / "checkpoints")

@@ -1,7 +1,8 @@
 """Batch samplers: length-grouped batches (low padding on CPU), whole-question batches,
 and a fixed stream of batches indexed by training step (pre-training: SSP, Cross-Thought,
-RNN-CNN, Mean-Max AAE), :class:`StreamBatches`, which builds each batch lazily and shards it
-per DDP rank (:class:`FollowTrainer` keeps it at the trainer's step).
+RNN-CNN, Mean-Max AAE), :class:`~ctxsent.objectives.global_batch.StreamBatches`, which builds
+each batch lazily and shards it per DDP rank (:class:`FollowTrainer` keeps it at the trainer's
+step).
 
 Length grouping follows the usual recipe: shuffle, cut into mega-batches of
 ``group`` batches, sort each mega-batch by length, cut it into batches, and
@@ -16,6 +17,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from lightning.pytorch.callbacks import Callback
 from torch.utils.data import Sampler
+
+from ctxsent.objectives.global_batch import StreamBatches
 
 
 def batches_done_this_epoch(checkpoint: dict) -> int:
@@ -131,105 +134,6 @@ def _rank_and_world() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
-
-
-class StreamBatches(Sampler[list[int]]):
-    """Steps ``[skip, total)`` of a seeded stream of global batches, each built when its step comes.
-
-    The stream chains data epochs: epoch ``e`` is a random order of the ``units`` (seeded by
-    ``(seed, e)``) cut into ``units // batch_size`` full batches (the few left over wait for
-    another epoch, a different few each time). With ``lengths``, each mega-batch of ``group``
-    batches is sorted by length before it is cut and the batches are shuffled, as in
-    :class:`LengthGroupedBatches`. A batch depends only on the seed and its step, so a run
-    resumed after step ``k`` sets ``skip = k`` and sees exactly what an uninterrupted run
-    would. Nothing the size of the data is held but one epoch's order (4 bytes a unit) and
-    the lengths (2 bytes a unit): no list of all batches is ever built.
-
-    ``batch_size`` is the global batch: :meth:`shard` (:class:`FollowTrainer` calls it with
-    the trainer's global rank and world size) makes each rank yield its own near-equal
-    share of every batch, so the ranks' shares are disjoint and cover the batch. With
-    ``accumulate`` k, ``batch_size`` and ``total`` count optimizer steps: the stream holds
-    ``k * total`` batches of ``batch_size // k``, k for each step (gradient accumulation).
-    """
-
-    def __init__(
-        self,
-        units: int,
-        batch_size: int,
-        seed: int,
-        total: int,
-        lengths: Sequence[int] | np.ndarray | None = None,
-        group: int = 50,
-        accumulate: int = 1,
-    ) -> None:
-        if units < 1:
-            raise ValueError("no examples to draw batches from")
-        if batch_size < accumulate:
-            raise ValueError("a batch must hold at least one item per accumulated part")
-        self.units, self.seed, self.group = units, seed, group
-        self.accumulate, self.total = accumulate, total * accumulate
-        self.batch_size = min(batch_size // accumulate, units)
-        self.per_epoch = units // self.batch_size
-        self.lengths = None
-        if lengths is not None:
-            lengths = np.asarray(lengths)
-            self.lengths = lengths.astype(np.uint16 if lengths.max() < 2**16 else np.int64)
-        self.skip, self.rank, self.world = 0, 0, 1
-        self._cached: tuple[int, np.ndarray, np.ndarray | None] = (-1, np.empty(0), None)
-
-    def shard(self, rank: int, world: int) -> None:
-        """Yield rank ``rank``'s share of each batch, of ``world`` ranks."""
-        if world > self.batch_size:
-            raise ValueError(
-                f"a batch holds {self.batch_size} items, fewer than the {world} processes: "
-                "raise the batch size"
-            )
-        self.rank, self.world = rank, world
-
-    def start_epoch(self, trainer) -> None:
-        self.skip = trainer.global_step * self.accumulate
-
-    def resume(self, checkpoint: dict) -> None:
-        self.skip = checkpoint["global_step"] * self.accumulate
-
-    def __len__(self) -> int:
-        """The whole stream, skipped steps included: Lightning counts a resumed epoch's
-        batches on from its checkpoint's, and ends the epoch at this length (ending it
-        early would step the optimizer on a partial accumulation)."""
-        return self.total
-
-    def _epoch(self, epoch: int) -> tuple[np.ndarray, np.ndarray | None]:
-        if self._cached[0] != epoch:
-            rng = np.random.default_rng((self.seed, epoch))
-            order = rng.permutation(self.units).astype(np.int32 if self.units < 2**31 else np.int64)
-            batches = None if self.lengths is None else rng.permutation(self.per_epoch)
-            self._cached = (epoch, order, batches)
-        return self._cached[1], self._cached[2]
-
-    def batch(self, step: int) -> np.ndarray:
-        """The global batch of ``step`` (unit indices)."""
-        epoch, index = divmod(step, self.per_epoch)
-        order, batches = self._epoch(epoch)
-        size = self.batch_size
-        if batches is None:
-            return order[index * size : (index + 1) * size]
-        mega, position = divmod(int(batches[index]), self.group)
-        start = mega * size * self.group
-        members = order[start : min(start + size * self.group, self.per_epoch * size)]
-        members = members[np.argsort(-self.lengths[members].astype(np.int64), kind="stable")]
-        return members[position * size : (position + 1) * size]
-
-    def __iter__(self) -> Iterator[list[int]]:
-        for step in range(self.skip, self.total):
-            yield np.array_split(self.batch(step), self.world)[self.rank].tolist()
-
-    def step_parts(self, step: int) -> list[list[int]]:
-        """This rank's share of each of optimizer step ``step``'s ``accumulate`` batches."""
-        first = step * self.accumulate
-        return [
-            np.array_split(self.batch(first + part), self.world)[self.rank].tolist()
-            for part in range(self.accumulate)
-        ]
 
 
 class FollowTrainer(Callback):

@@ -57,11 +57,11 @@ from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.transformer_ranker import RankerConfig
 from ctxsent.objectives.electra import ElectraObjective, new_discriminator
+from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.ssp_data import TOKENIZER_DIR, example_lengths, load_ssp_dataset, ssp_batch
 from ctxsent.objectives.ssp_objective import SspObjective
 from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation, train_objective
 from ctxsent.training.runs import TrainingRun
-from ctxsent.training.sampling import StreamBatches
 from ctxsent.training.settings import warn_uneven_accumulation
 from ctxsent.training.ssp_presets import ELECTRA_SCRATCH, SspPretrainConfig
 

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from ctxsent.corpus.storage import load_corpus
 from ctxsent.errors import InputError
 from ctxsent.io import atomic_path
 
@@ -89,8 +90,6 @@ def train_wordpiece(
     """
     from tokenizers import processors, trainers
     from transformers import BertTokenizerFast
-
-    from ctxsent.corpus.storage import load_corpus
 
     if vocab_size <= len(SPECIALS):
         raise InputError(f"must exceed {len(SPECIALS)}, got {vocab_size}", field="vocab_size")
