@@ -42,6 +42,7 @@ def is_builtin_backbone(name: str) -> bool:
 #: family -> the module that defines and registers its presets
 FAMILIES: dict[str, str] = {
     "cross-thought": "ctxsent.training.cross_thought_presets",
+    "cross-thought-finetune": "ctxsent.training.cross_thought_presets",
     "ssp": "ctxsent.training.ssp_presets",
     "encoder": "ctxsent.training.encoder_presets",
     "as2": "ctxsent.training.as2_presets",

@@ -22,7 +22,7 @@ from ctxsent.cli.options import (
     finite,
     positive,
 )
-from ctxsent.cli.pretrain import KeepCheckpointsOption, report
+from ctxsent.cli.pretrain import KeepCheckpointsOption, configured, report
 from ctxsent.errors import InputError
 from ctxsent.training.settings import (
     MIN_INPUT_LENGTH,
@@ -283,24 +283,14 @@ def cross_thought(
 ) -> None:
     """Fine-tune a pre-trained Cross-Thought: answer selection (Eq. 10) or pairs (Eq. 11);
     resumable."""
-    from ctxsent.training.cross_thought_train import (
-        CrossThoughtFineTuneConfig,
-        finetune_cross_thought,
-    )
+    from ctxsent.training.cross_thought_train import finetune_cross_thought
 
-    as2 = task == "as2"
-    config = CrossThoughtFineTuneConfig(
-        learning_rate=lr or (5e-5 if as2 else 2e-5),
-        max_steps=max_steps,
-        batch_size=batch_size or (8 if as2 else 32),
-        negatives=negatives,
-        eval_every=eval_every,
-        seed=seed,
-        precision=precision,
-        accelerator=accelerator,
-        devices=devices,
-        strategy=strategy,
-        num_nodes=num_nodes,
-        keep_checkpoints=keep_checkpoints,
-    )
+    flags = dict(
+        learning_rate=lr, max_steps=max_steps, batch_size=batch_size, negatives=negatives,
+        eval_every=eval_every, seed=seed, precision=precision, accelerator=accelerator,
+        devices=devices, strategy=strategy, num_nodes=num_nodes,
+        keep_checkpoints=keep_checkpoints or None,
+    )  # fmt: skip
+    preset = "cross-thought-as2" if task == "as2" else "cross-thought-pairs"
+    config = configured(preset, "cross-thought-finetune", flags, None)
     report(finetune_cross_thought(task, init, out, data, config, backbone, overwrite), out)

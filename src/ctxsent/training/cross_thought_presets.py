@@ -1,6 +1,7 @@
-"""Cross-Thought pre-training settings (:class:`CrossThoughtPretrainConfig`) and the presets of
-Wang et al., 2020, section 4.2, registered in :mod:`ctxsent.presets` (family
-``cross-thought``): each preset is a run's config. Kept apart from
+"""Cross-Thought pre-training and fine-tuning settings (:class:`CrossThoughtPretrainConfig`,
+:class:`CrossThoughtFineTuneConfig`) and the presets of Wang et al., 2020, section 4.2,
+registered in :mod:`ctxsent.presets` (families ``cross-thought`` and
+``cross-thought-finetune``): each preset is a run's config. Kept apart from
 :mod:`ctxsent.training.cross_thought_train` (torch, the model), so that listing presets
 loads neither.
 """
@@ -13,7 +14,7 @@ from typing import ClassVar
 from ctxsent.errors import check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.presets import Preset, register
-from ctxsent.training.settings import PretrainSettings
+from ctxsent.training.settings import PretrainSettings, RunSettings
 
 
 @dataclass
@@ -68,6 +69,31 @@ class CrossThoughtPretrainConfig(PretrainSettings):
         )
 
 
+@dataclass
+class CrossThoughtFineTuneConfig(RunSettings):
+    """Fine-tuning settings (section 4.2 values where the paper gives them). The steps draw
+    their batches from the engine's generator of the step, so a rerun resumes exactly; every
+    process draws the same batch, so more devices do not make a step larger."""
+
+    learning_rate: float = 5e-5
+    max_steps: int = 500
+    warmup_ratio: float = 0.1
+    batch_size: int = 8
+    """Questions per step (answer selection) or pairs per step (classification)."""
+    negatives: int = 15
+    """Sampled negatives per question (answer selection)."""
+    eval_every: int = 100
+    seed: int = 42
+    limits: ClassVar[tuple[str, ...]] = ("max_steps",)
+
+    def __post_init__(self) -> None:
+        check_range(self, "learning_rate", 0, above=True)
+        check_range(self, "max_steps batch_size negatives eval_every", 1)
+        check_range(self, "warmup_ratio", 0, 1)
+        check_range(self, "seed", 0)
+        super().__post_init__()
+
+
 def _paper(n: int, cross: bool, length: int) -> CrossThoughtPretrainConfig:
     # 500 x 64 tokens per sample, batch 128 (4M tokens), 125k steps, 10k warm-up, lr 5e-4.
     # The 512-token variants keep the tokens per sample: 63 sequences of 512 (~32k tokens).
@@ -105,6 +131,13 @@ def _register() -> None:
         what = f"{model}, {length}-token sequences"
         register(Preset(name, "cross-thought", f"{what}; paper scale (section 4.2)", paper))
         register(Preset(f"{name}-cpu", "cross-thought", f"{what}; minutes on CPU", _cpu(paper)))
+    for name, config, what in [
+        ("cross-thought-as2", CrossThoughtFineTuneConfig(),
+         "answer selection (Eq. 10): 8 questions a step, 15 sampled negatives each, lr 5e-5"),
+        ("cross-thought-pairs", CrossThoughtFineTuneConfig(learning_rate=2e-5, batch_size=32),
+         "pair classification (Eq. 11; SICK-E, MRPC): 32 pairs a step, lr 2e-5"),
+    ]:  # fmt: skip
+        register(Preset(name, "cross-thought-finetune", what, config))
 
 
 _register()

@@ -23,16 +23,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from ctxsent.errors import InputError, check_range
+from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_evaluation import As2Evaluator
 from ctxsent.evaluation.senteval import PairAccuracy, pair_metrics
 from ctxsent.evaluation.specs import evaluator_from_spec
@@ -57,9 +55,13 @@ from ctxsent.objectives.pretrain_data import (
     data_identity,
     load_pretrain_data,
 )
+from ctxsent.presets import get_preset
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.tasks.senteval import Pairs
-from ctxsent.training.cross_thought_presets import CrossThoughtPretrainConfig
+from ctxsent.training.cross_thought_presets import (
+    CrossThoughtFineTuneConfig,
+    CrossThoughtPretrainConfig,
+)
 from ctxsent.training.engine import (
     Evaluation,
     OptimizerSettings,
@@ -68,7 +70,7 @@ from ctxsent.training.engine import (
     train_objective,
 )
 from ctxsent.training.runs import TrainingRun
-from ctxsent.training.settings import RunSettings, warn_uneven_accumulation
+from ctxsent.training.settings import warn_uneven_accumulation
 
 
 # ---- pre-training ------------------------------------------------------------------------------
@@ -141,31 +143,6 @@ def pretrain_cross_thought(
 
 
 # ---- fine-tuning ---------------------------------------------------------------------------------
-@dataclass
-class CrossThoughtFineTuneConfig(RunSettings):
-    """Fine-tuning settings (section 4.2 values where the paper gives them). The steps draw
-    their batches from the engine's generator of the step, so a rerun resumes exactly; every
-    process draws the same batch, so more devices do not make a step larger."""
-
-    learning_rate: float = 5e-5
-    max_steps: int = 500
-    warmup_ratio: float = 0.1
-    batch_size: int = 8
-    """Questions per step (answer selection) or pairs per step (classification)."""
-    negatives: int = 15
-    """Sampled negatives per question (answer selection)."""
-    eval_every: int = 100
-    seed: int = 42
-    limits: ClassVar[tuple[str, ...]] = ("max_steps",)
-
-    def __post_init__(self) -> None:
-        check_range(self, "learning_rate", 0, above=True)
-        check_range(self, "max_steps batch_size negatives eval_every", 1)
-        check_range(self, "warmup_ratio", 0, 1)
-        check_range(self, "seed", 0)
-        super().__post_init__()
-
-
 def _optimise(
     objective: nn.Module, config: CrossThoughtFineTuneConfig, out: Path, evaluation: Evaluation
 ) -> Trained:
@@ -198,7 +175,7 @@ def finetune_answer_selection(
 ) -> Trained:
     """Fine-tune with Eq. 10, keep the best dev-MAP ranker in ``OUT/model``; returns what
     the engine did (its ``best``: step and dev metrics)."""
-    config = config or CrossThoughtFineTuneConfig()
+    config = config or get_preset("cross-thought-as2").config
     out = Path(out)
     groups = [g for g in group_by_question(train).values() if any(r.label for r in g)]
     if not groups:
@@ -232,7 +209,7 @@ def finetune_pair_classifier(
     """Train Eq. 11 on ``train``, pick the step with the best dev accuracy (its classifier
     kept in ``out/checkpoints`` while the run goes on), score ``test``; returns what the
     engine did and the test metrics."""
-    config = config or CrossThoughtFineTuneConfig(learning_rate=2e-5, batch_size=32)
+    config = config or get_preset("cross-thought-pairs").config
     classifier = PairClassifier(model, classes)
     best_file = Path(out) / "checkpoints" / "best-classifier.pt"
 
