@@ -169,16 +169,11 @@ def encoder(
         raise InputError("name a preset (see --list)", field="preset")
     if data is None or out is None:
         raise InputError("--data and --out are required", field="data" if data is None else "out")
-    flags = {
-        "word_vectors": word_vectors,
-        "max_minutes": max_minutes,
-        "max_steps": max_steps,
-        "accumulate": accumulate,
-        "eval": eval_,
-        "eval_every": eval_every,
-        "patience": patience,
-        "keep_checkpoints": keep_checkpoints or None,
-    }
+    flags = dict(
+        word_vectors=word_vectors, max_minutes=max_minutes, max_steps=max_steps,
+        accumulate=accumulate, eval=eval_, eval_every=eval_every, patience=patience,
+        keep_checkpoints=keep_checkpoints or None,
+    )  # fmt: skip
     config = configured(name, "encoder", flags, set_)
     report(pretrain_encoder(data, out, config, overwrite), out)
 
@@ -255,26 +250,12 @@ def ssp(
     from ctxsent.training.ssp_pretrain import pretrain_ssp
 
     flags = dict(
-        backbone=backbone,
-        max_steps=max_steps,
-        batch_size=batch_size,
-        learning_rate=lr,
-        head_lr_scale=head_lr_scale,
-        warmup_steps=warmup_steps,
-        ssp_weight=ssp_weight,
-        readout=readout,
-        checkpoint_every=checkpoint_every,
-        precision=precision,
-        accelerator=accelerator,
-        devices=devices,
-        strategy=strategy,
-        num_nodes=num_nodes,
-        seed=seed,
-        accumulate=accumulate,
-        eval=eval_,
-        eval_every=eval_every,
-        patience=patience,
+        backbone=backbone, max_steps=max_steps, batch_size=batch_size, learning_rate=lr,
+        head_lr_scale=head_lr_scale, warmup_steps=warmup_steps, ssp_weight=ssp_weight,
+        readout=readout, checkpoint_every=checkpoint_every, precision=precision,
+        accelerator=accelerator, devices=devices, strategy=strategy, num_nodes=num_nodes,
+        seed=seed, accumulate=accumulate, eval=eval_, eval_every=eval_every, patience=patience,
         keep_checkpoints=keep_checkpoints or None,
-    )
+    )  # fmt: skip
     config = configured(preset, "ssp", flags, set_)
     report(pretrain_ssp(data, out, config, overwrite=overwrite), out)
