@@ -12,7 +12,9 @@ Chosen on the source's dev only, never on a test split:
 * ``fused``: reciprocal rank fusion with BM25, BM25's weight from :data:`FUSION_WEIGHTS`.
 
 Every run and every score vector is cached under ``--out`` (a killed job goes on where it
-stopped). Prints one JSON object; ``matrix.json`` in ``--out`` holds it too.
+stopped; a finished run's WiSE-FT mix is read back from ``matrix.json``). Intervals are
+Bonferroni-corrected over the matrix's cells (source x seed x target). Prints one JSON object;
+``matrix.json`` in ``--out`` holds it too.
 
     HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 nice -n 10 python benchmarks/transfer_matrix.py \
         --out runs/matrix --squad runs/squad-as2 --seeds 42 --threads 1
@@ -38,7 +40,7 @@ from ctxsent.tasks.as2_load import load_as2, mix_sources
 from ctxsent.tasks.as2_records import As2Record, clean, first_questions
 from ctxsent.training.as2_finetune import As2RankerSpec, As2TrainConfig, finetune_as2
 from ctxsent.training.as2_presets import BI_ENCODER_RECIPE
-from ctxsent.training.weight_averaging import choose_mixing
+from ctxsent.training.weight_averaging import choose_mixing, mix_weights
 
 #: BM25's weight in the fusion (the fine-tuned ranker's is 1); 0 keeps the ranker alone.
 FUSION_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -100,8 +102,11 @@ def fuse(records: list[As2Record], ranker: np.ndarray, bm25: np.ndarray, weight:
     return fused
 
 
-def compare(records, scores: dict[str, np.ndarray], baselines=("zero-shot", "bm25")) -> dict:
-    """Each model's MAP/MRR/P@1 and its paired difference from each baseline."""
+def compare(
+    records, scores: dict[str, np.ndarray], level: float, baselines=("zero-shot", "bm25")
+) -> dict:
+    """Each model's MAP/MRR/P@1 and its paired difference from each baseline, with its
+    ``level`` bootstrap interval."""
     per = {name: metrics_of(records, s) for name, s in scores.items()}
     table = {}
     for name, values in per.items():
@@ -109,7 +114,9 @@ def compare(records, scores: dict[str, np.ndarray], baselines=("zero-shot", "bm2
         for base in baselines:
             if name != base and base in per:
                 row[f"vs_{base}"] = {
-                    m: paired_bootstrap(values.values[m], per[base].values[m]).as_dict()
+                    m: paired_bootstrap(
+                        values.values[m], per[base].values[m], level=level
+                    ).as_dict()
                     for m in ("map", "p@1")
                 }
         table[name] = row
@@ -157,7 +164,16 @@ def main() -> None:
     cache = ScoreCache(args.out / "scores")
     zero_shot, bm25 = ctxsent.load("bi-encoder"), ctxsent.load("bm25")
     start = {k: v.clone() for k, v in zero_shot.state_dict().items()}
-    report: dict = {"machine": machine(args.threads), "recipe": recipe, "runs": {}}
+    # Bonferroni over the matrix's cells (source x target), each a claim against a baseline
+    level = 1 - 0.05 / (len(args.sources) * len(args.seeds) * len(TARGETS))
+    previous = args.out / "matrix.json"
+    chosen = json.loads(previous.read_text())["runs"] if previous.exists() else {}
+    report: dict = {
+        "machine": machine(args.threads),
+        "recipe": recipe,
+        "interval_level": round(level, 4),
+        "runs": {},
+    }
     for source in args.sources:
         for seed in args.seeds:
             best = train(source, seed, sets, args.out, recipe)
@@ -169,7 +185,12 @@ def main() -> None:
                 return float(metrics_of(dev, np.asarray(model.predict(dev))).values["map"].mean())
 
             wise = ctxsent.load(str(model_dir))
-            alpha, alpha_maps = choose_mixing(wise, start, dev_map)
+            if key in chosen:  # chosen on dev before: mix at that alpha again
+                alpha_maps = {float(a): m for a, m in chosen[key]["wise_dev_map"].items()}
+                alpha = chosen[key]["wise_alpha"]
+                mix_weights(wise, start, alpha)
+            else:
+                alpha, alpha_maps = choose_mixing(wise, start, dev_map)
             tuned = ctxsent.load(str(model_dir))
             dev_tuned = cache(f"{key}-dev", tuned, dev)
             dev_bm25 = bm25.predict(dev)
@@ -192,7 +213,7 @@ def main() -> None:
                     else cache(f"{key}-wise{alpha}-{target}", wise, records)
                 )
                 scores["fused"] = fuse(records, scores["fine-tuned"], scores["bm25"], weight)
-                targets[target] = compare(records, scores)
+                targets[target] = compare(records, scores, level)
             report["runs"][key] = {
                 "train": best,
                 "wise_alpha": alpha,
