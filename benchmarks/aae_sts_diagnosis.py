@@ -18,7 +18,7 @@ pairs, the cosine between a sentence's mean and max halves (near 1 when its word
 barely differ), and the correlation of the first principal component with length.
 
     OMP_NUM_THREADS=1 python benchmarks/aae_sts_diagnosis.py --model glove-bow \
-        --model runs/aae/encoder --model untrained:runs/aae/encoder
+        --model runs/aae/model --model untrained:runs/aae/model
 """
 
 from __future__ import annotations

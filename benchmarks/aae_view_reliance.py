@@ -36,7 +36,7 @@ def load_objective(run: Path, pretrain_data: Path, checkpoint: Path) -> torch.nn
     stored = read_run(run)
     if stored is None:
         raise SystemExit(f"{run}: no {RUN_FILE}; not a ctxsent pre-training run")
-    settings = {k: v for k, v in stored["settings"].items() if k != "data"}
+    settings = dict(stored["settings"]["config"])
     settings["decoder_dims"] = tuple(settings["decoder_dims"])
     config = EncoderPretrainConfig(**settings)
     if config.model != "mean-max-aae":
@@ -66,7 +66,11 @@ def main() -> None:
     parser.add_argument(
         "--pretrain-data", type=Path, required=True, help="the pretrain-data folder it read"
     )
-    parser.add_argument("--checkpoint", type=Path, help="default: RUN/checkpoints/last.ckpt")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="default: RUN/checkpoints/last.ckpt (a run with --keep-checkpoints keeps it)",
+    )
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()

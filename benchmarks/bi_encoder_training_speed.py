@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from itertools import cycle, islice
 from pathlib import Path
 
@@ -60,16 +61,17 @@ def training_data(data: str):
     """The recipe's training records (WikiQA train-clean, as the CLI's default) and batches."""
     from ctxsent.tasks.as2_load import load_as2
     from ctxsent.tasks.as2_records import clean
-    from ctxsent.training.as2_finetune import BI_ENCODER_RECIPE, sample_negatives
+    from ctxsent.training.as2_finetune import sample_negatives
+    from ctxsent.training.as2_presets import BI_ENCODER_RECIPE
     from ctxsent.training.sampling import QuestionBatches
 
     train = clean(load_as2(data, "train"))
-    kept = sample_negatives(train, BI_ENCODER_RECIPE["max_negatives_per_question"], SEED)
+    kept = sample_negatives(train, BI_ENCODER_RECIPE.max_negatives_per_question, SEED)
     groups: dict[str, list[int]] = {}
     for index, record in enumerate(kept):
         groups.setdefault(record.question_id, []).append(index)
     answered = [rows for rows in groups.values() if any(kept[i].label for i in rows)]
-    batches = QuestionBatches(answered, BI_ENCODER_RECIPE["questions_per_batch"], SEED)
+    batches = QuestionBatches(answered, BI_ENCODER_RECIPE.questions_per_batch, SEED)
     batches.set_epoch(0)
     return train, kept, [list(batch) for batch in batches]
 
@@ -84,21 +86,17 @@ def run_ctxsent(args, out: dict) -> None:
     from ctxsent.tasks.as2_load import load_as2
     from ctxsent.tasks.as2_records import clean, first_questions
     from ctxsent.training import engine
-    from ctxsent.training.as2_finetune import (
-        BI_ENCODER_RECIPE,
-        As2RankerSpec,
-        As2TrainConfig,
-        finetune_as2,
-    )
+    from ctxsent.training.as2_finetune import As2RankerSpec, finetune_as2
+    from ctxsent.training.as2_presets import BI_ENCODER_RECIPE
 
     torch.set_num_threads(1)
     train = clean(load_as2(args.data, "train"))
     dev = first_questions(clean(load_as2(args.data, "dev")), 10)  # one cheap evaluation at the end
     steps = args.warmup + args.steps
-    config = As2TrainConfig(
-        **{**BI_ENCODER_RECIPE, "max_steps": steps, "eval_every": steps, "seed": SEED},
+    config = replace(
+        BI_ENCODER_RECIPE, max_steps=steps, eval_every=steps, seed=SEED,
         in_batch_negatives=args.in_batch_negatives,
-    )
+    )  # fmt: skip
     out.update(ends=[], cpu=[], batches=[], real_tokens=[], padded_tokens=[], texts=[])
 
     def on_train_batch_end(module, outputs, batch, batch_idx) -> None:  # timing only
@@ -132,7 +130,7 @@ def run_sentence_transformers(args, out: dict) -> None:
     from transformers import TrainerCallback
 
     from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
-    from ctxsent.training.as2_finetune import BI_ENCODER_RECIPE
+    from ctxsent.training.as2_presets import BI_ENCODER_RECIPE
 
     torch.set_num_threads(1)
     rows = json.loads(Path(args.rows).read_text())
@@ -171,12 +169,12 @@ def run_sentence_transformers(args, out: dict) -> None:
         arguments = SentenceTransformerTrainingArguments(
             output_dir=scratch,
             max_steps=steps,
-            per_device_train_batch_size=BI_ENCODER_RECIPE["questions_per_batch"],
-            learning_rate=BI_ENCODER_RECIPE["learning_rate"],
-            weight_decay=BI_ENCODER_RECIPE["weight_decay"],
-            max_grad_norm=BI_ENCODER_RECIPE["max_grad_norm"],
+            per_device_train_batch_size=BI_ENCODER_RECIPE.questions_per_batch,
+            learning_rate=BI_ENCODER_RECIPE.learning_rate,
+            weight_decay=BI_ENCODER_RECIPE.weight_decay,
+            max_grad_norm=BI_ENCODER_RECIPE.max_grad_norm,
             # ctxsent: int(ratio * total) warm-up steps, then linear decay to 0
-            warmup_steps=int(BI_ENCODER_RECIPE["warmup_ratio"] * steps),
+            warmup_steps=int(BI_ENCODER_RECIPE.warmup_ratio * steps),
             lr_scheduler_type="linear",
             batch_sampler=in_order,
             seed=SEED,
@@ -186,7 +184,7 @@ def run_sentence_transformers(args, out: dict) -> None:
             use_cpu=True,
             logging_steps=steps,
         )
-        scale = 1 / BI_ENCODER_RECIPE["temperature"]
+        scale = 1 / BI_ENCODER_RECIPE.temperature
         trainer = SentenceTransformerTrainer(
             model=model,
             args=arguments,

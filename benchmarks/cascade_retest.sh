@@ -13,7 +13,7 @@
 #              EXTRA="--accelerator gpu")
 # Steps: (1) SQuAD-AS2 from SQuAD v1.1 dev; (2) the cascade and pooled-2..6 (mean read-out,
 # heads x20) as in BENCHMARKS "SQuAD-AS2 Table 3"; (3) [CLS] mono-K at every scale, each in
-# OUT/hl-S/mono-K; per depth the scale with the best dev MAP (best.json) is linked as
+# OUT/hl-S/mono-K; per depth the scale with the best dev MAP (run.json) is linked as
 # OUT/cls-K; (4) cascade_table3.py with pooled-K, then with the tuned cls-K, as the
 # monolithic rows; (5) section 4.3.2: monolithic batch 84 against a cascade batch of 128.
 # Every training step resumes or is skipped when rerun.
@@ -43,7 +43,7 @@ for depth in ${DEPTHS:-2 3 4 5 6}; do
   best=$(python - "$OUT" "$depth" ${SCALES:-1 20 50} <<'EOF'
 import json, sys
 out, depth, scales = sys.argv[1], sys.argv[2], sys.argv[3:]
-dev = {s: json.load(open(f"{out}/hl-{s}/mono-{depth}/best.json"))["dev"]["map"] for s in scales}
+dev = {s: json.load(open(f"{out}/hl-{s}/mono-{depth}/run.json"))["best"]["dev"]["map"] for s in scales}
 print(max(dev, key=dev.get))
 EOF
   )

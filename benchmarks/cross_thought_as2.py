@@ -25,9 +25,16 @@ from pathlib import Path
 
 from cli_runs import ctxsent, print_report, summarise
 
+from ctxsent.saving import read_run
+
 WIKIQA = "wikiqa:../shared/data/wikiqa"
 SELQA = "selqa:../shared/data/selqa"
 METRICS = ("map", "mrr", "p@1", "ndcg@10")
+
+
+def finished(run: Path) -> bool:
+    """Whether the run folder ``run`` holds a finished run (its ``run.json`` says so)."""
+    return (read_run(run) or {}).get("status") == "finished"
 
 
 def run_seed(seed: int, args) -> dict:
@@ -38,11 +45,11 @@ def run_seed(seed: int, args) -> dict:
     if args.pretrain_steps and not data.exists():  # the data folder appears complete or not at all
         ctxsent("pretrain-data", "cross-thought", "--preset", args.preset, "--corpus",
                 str(args.corpus), "--out", str(data), "--num-proc", "2")  # fmt: skip
-    if args.pretrain_steps and not (pretrained / "summary.json").exists():
+    if args.pretrain_steps and not finished(pretrained):
         ctxsent("pretrain", "cross-thought", "--preset", args.preset, "--data", str(data),
                 "--out", str(pretrained), "--seed", str(seed),
                 "--max-steps", str(args.pretrain_steps))  # fmt: skip
-    if not (finetuned / "metrics.json").exists():
+    if not finished(finetuned):
         ctxsent("finetune", "cross-thought", "--task", "as2", "--init", init,
                 "--out", str(finetuned), "--data", WIKIQA, "--seed", str(seed),
                 "--max-steps", str(args.finetune_steps),
@@ -51,10 +58,10 @@ def run_seed(seed: int, args) -> dict:
     if not selqa.exists():
         selqa.write_text(ctxsent("eval", "as2", "--model", str(finetuned / "model"),
                                  "--data", SELQA, "--split", "test"))  # fmt: skip
-    metrics = json.loads((finetuned / "metrics.json").read_text())
+    record = read_run(finetuned)
     return {
-        "wikiqa dev-clean (best)": metrics["best_dev"],
-        "wikiqa test-clean": metrics["test_clean"],
+        "wikiqa dev-clean (best)": {**record["best"]["dev"], "step": record["best"]["step"]},
+        "wikiqa test-clean": record["metrics"]["test"],
         "selqa test": json.loads(selqa.read_text()),
     }
 

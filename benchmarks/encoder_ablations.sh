@@ -28,7 +28,7 @@ for preset in "$@"; do
         --set seed="$seed" --set max_minutes=none > "$run.train.json" 2> "$run.train.log"
     fi
     if [ ! -s "$run.$SETTING.json" ]; then
-      ctxsent eval senteval --model "$run/encoder" --tasks all --setting "$SETTING" --threads 1 \
+      ctxsent eval senteval --model "$run/model" --tasks all --setting "$SETTING" --threads 1 \
         > "$run.$SETTING.json.part" 2> "$run.$SETTING.log"
       mv "$run.$SETTING.json.part" "$run.$SETTING.json"
     fi

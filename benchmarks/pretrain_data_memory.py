@@ -103,16 +103,14 @@ def child(objective: str, data: Path, out: Path) -> None:
 
     L.Trainer.fit = measured_fit
     started = time.perf_counter()
-    if kind == "cross-thought":
-        from ctxsent.training.cross_thought_train import (
-            CrossThoughtPretrainConfig,
-            pretrain_cross_thought,
-        )
+    from ctxsent.presets import get_preset
 
-        config = CrossThoughtPretrainConfig(preset=preset, max_steps=1, accelerator="cpu")
+    if kind == "cross-thought":
+        from ctxsent.training.cross_thought_train import pretrain_cross_thought
+
+        config = replace(get_preset(preset).config, max_steps=1, accelerator="cpu")
         pretrain_cross_thought(data, out, config, overwrite=True)
     else:
-        from ctxsent.presets import get_preset
         from ctxsent.training.encoder_pretrain import pretrain_encoder
 
         config = replace(get_preset(preset, "encoder").config, max_sentences=None, max_steps=1)

@@ -49,6 +49,8 @@ from pathlib import Path
 from cli_runs import Job, ctxsent, print_report, run_in_order, summarise
 from scipy import stats
 
+from ctxsent.saving import read_run
+
 OBJECTIVES = ("sdc", "dpc", "dslc", "all")
 TARGETS = {  # training set (its dev split selects the model), test set
     "wikiqa": ("wikiqa:../shared/data/wikiqa", "wikiqa"),
@@ -67,11 +69,16 @@ def pretrain_data(objective: str, args) -> Path:
     return data
 
 
+def finished(run: Path) -> bool:
+    """Whether the run folder ``run`` holds a finished run (its ``run.json`` says so)."""
+    return (read_run(run) or {}).get("status") == "finished"
+
+
 def pretrain(objective: str, args, extra: list[str], mlm_only: bool = False) -> Path:
     """The checkpoint of MLM + SSP on ``objective``'s examples (MLM alone if ``mlm_only``)."""
     data = args.out / f"data-{objective}"
     run = args.out / f"pretrain-{'mlm-' if mlm_only else ''}{objective}"
-    if not (run / "pretrain.json").exists():  # written at the end (OUT/model exists earlier)
+    if not finished(run):  # OUT/model exists earlier
         ctxsent("pretrain", "ssp", "--data", str(data), "--out", str(run),
                 "--preset", f"ssp-{objective}{args.preset_suffix}",
                 "--max-steps", str(args.pretrain_steps),

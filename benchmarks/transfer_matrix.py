@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -37,12 +38,8 @@ from ctxsent.evaluation.significance import paired_bootstrap
 from ctxsent.models.pipeline import average_ranks
 from ctxsent.tasks.as2_load import load_as2, mix_sources
 from ctxsent.tasks.as2_records import As2Record, clean, first_questions
-from ctxsent.training.as2_finetune import (
-    BI_ENCODER_RECIPE,
-    As2RankerSpec,
-    As2TrainConfig,
-    finetune_as2,
-)
+from ctxsent.training.as2_finetune import As2RankerSpec, As2TrainConfig, finetune_as2
+from ctxsent.training.as2_presets import BI_ENCODER_RECIPE
 from ctxsent.training.weight_averaging import choose_mixing, mix_weights
 
 #: BM25's weight in the fusion (the fine-tuned ranker's is 1); 0 keeps the ranker alone.
@@ -159,7 +156,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    recipe = dict(BI_ENCODER_RECIPE)
+    recipe = asdict(BI_ENCODER_RECIPE)
     for item in args.set:
         name, _, value = item.partition("=")
         recipe[name] = json.loads(value)

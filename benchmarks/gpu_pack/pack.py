@@ -615,8 +615,8 @@ def ssp_jobs(report: dict, pretrain, finetune, seeds, targets) -> list[Job]:
 
 
 def _pretrain_summary(run_dir: Path) -> dict:
-    summary = json.loads((run_dir / "pretrain.json").read_text())
-    return {key: summary[key] for key in ("steps", "final", "heldout", "data_summary")}
+    record = json.loads((run_dir / "run.json").read_text())
+    return {key: record[key] for key in ("progress", "metrics", "data")}
 
 
 def ssp_table(results: dict, seeds: tuple[int, ...], ssp_table1) -> dict:
@@ -658,9 +658,9 @@ def cascade_part(report: dict, bundle: Path, work: Path, scale: Scale) -> None:
     run_in_order(train, len(train))
     report["training"] = {}  # each model's chosen step and its dev metrics
     for name in CASCADE_MODELS:
-        if (runs / name / "best.json").is_file():
-            best = json.loads((runs / name / "best.json").read_text())
-            report["training"][name] = {"step": best["step"], "dev": best["dev"]}
+        best = json.loads((runs / name / "run.json").read_text()).get("best")
+        if best:
+            report["training"][name] = best
     scoring = [*scale.options, "--data", data, "--batch-size", str(scale.eval_batch)]
     cascade, alpha = str(runs / "cascade/model"), str(scale.alpha)
     evaluations = report["evaluations"] = {}
@@ -690,10 +690,10 @@ def aae_part(report: dict, bundle: Path, work: Path, scale: Scale) -> None:
         raise OutOfTime(f"not started, out of time: the AAE ({60 * minutes:.0f} s)")
     ctxsent("pretrain", "encoder", "--preset", scale.aae_preset, "--data", str(data),
             "--out", str(run_dir), *settings, "--max-minutes", f"{minutes:.2f}")  # fmt: skip
-    trained = json.loads((run_dir / "train.json").read_text())
-    report["training"] = {k: v for k, v in trained.items() if k not in ("config", "data")}
+    trained = json.loads((run_dir / "run.json").read_text())
+    report["training"] = {k: trained[k] for k in ("progress", "best", "metrics", "data")}
     sts = report["sts"] = {}
-    for name, model in (("mean-max-aae", str(run_dir / "encoder")), ("glove-bow", "glove-bow")):
+    for name, model in (("mean-max-aae", str(run_dir / "model")), ("glove-bow", "glove-bow")):
         sts[name] = json.loads(ctxsent("eval", "senteval", "--model", model, "--tasks", STS_TASKS,
                                        "--data", str(work / "shared/data"), "--no-cache",
                                        "--no-progress", *scale.options))  # fmt: skip

@@ -23,6 +23,8 @@ MANIFEST = "ctxsent.json"
 #: holding one is an output of kind :data:`RUN_KIND`.
 RUN_FILE = "run.json"
 RUN_KIND = "run"
+#: The lock a run holds on its folder; a folder holding only it counts as empty.
+RUN_LOCK = "run.lock"
 
 
 def output_kind(folder: str | Path) -> str | None:
@@ -44,17 +46,20 @@ def output_kind(folder: str | Path) -> str | None:
 def check_output(target: str | Path, kind: str | None, overwrite: bool = False) -> None:
     """Raise :class:`InputError` unless :func:`atomic_path` may replace ``target``.
 
-    ctxsent never deletes what it did not write. Without ``overwrite``, an existing
-    non-empty folder is replaced only by an output of the same ``kind`` (see
-    :func:`output_kind`), an existing file only by a file output (``kind`` None). Call it
-    before the work that produces the output starts; it checks :func:`check_writable` too.
+    The one output rule of every command that writes a file or a folder, training runs
+    included (kind :data:`RUN_KIND`). ctxsent never deletes what it did not write. Without
+    ``overwrite``, an existing non-empty folder (a :data:`RUN_LOCK` alone does not count) is
+    replaced only by an output of the same ``kind`` (see :func:`output_kind`), an existing
+    file only by a file output (``kind`` None). Call it before the work that produces the
+    output starts; it checks :func:`check_writable` too.
     """
     target = Path(target)
     check_writable(target)
     if overwrite or not target.exists():
         return
     if target.is_dir():
-        if not any(target.iterdir()) or (kind is not None and output_kind(target) == kind):
+        empty = all(path.name == RUN_LOCK for path in target.iterdir())
+        if empty or (kind is not None and output_kind(target) == kind):
             return
         problem = "folder is not empty" + (f" and not a ctxsent {kind} output" if kind else "")
     elif kind is None:

@@ -1,7 +1,8 @@
 """The one preset registry: every named training setting of every paper, and ``--set``.
 
-A :class:`Preset` is a name, a family (``cross-thought``, ``ssp``, ``encoder``), a one-line
-description and the family's config dataclass instance. Each family registers its presets
+A :class:`Preset` is a name, a family (``cross-thought``, ``ssp``, ``encoder``, ``as2``), a
+one-line description, the family's config dataclass instance and the model settings the
+recipe fixes (AS2: the architecture). Each family registers its presets
 (:func:`register`) where it defines them, when that module is imported: the paper presets
 with the paper's hyper-parameters and their ``-cpu`` variants made by the family's one
 derivation rule (documented there). This module imports none of them at the top, so
@@ -22,7 +23,8 @@ import dataclasses
 import importlib
 import types
 import typing
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, Union
 
 from ctxsent.errors import InputError
@@ -39,21 +41,26 @@ def is_builtin_backbone(name: str) -> bool:
 
 #: family -> the module that defines and registers its presets
 FAMILIES: dict[str, str] = {
-    "cross-thought": "ctxsent.objectives.cross_thought_presets",
+    "cross-thought": "ctxsent.training.cross_thought_presets",
+    "cross-thought-finetune": "ctxsent.training.cross_thought_presets",
     "ssp": "ctxsent.training.ssp_presets",
     "encoder": "ctxsent.training.encoder_presets",
+    "as2": "ctxsent.training.as2_presets",
 }
 Config = TypeVar("Config")
 
 
 @dataclass(frozen=True)
 class Preset:
-    """A named setting: ``config`` is the family's config dataclass (e.g. ``SspPretrainConfig``)."""
+    """A named setting: ``config`` is the family's config dataclass (e.g. ``SspPretrainConfig``),
+    ``model`` the settings of the model it trains that the config does not hold (AS2:
+    ``arch``, ``contextual``)."""
 
     name: str
     family: str
     description: str
     config: Any
+    model: Mapping[str, Any] = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, Preset] = {}

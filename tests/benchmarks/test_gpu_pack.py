@@ -161,7 +161,8 @@ def test_the_tiny_bundle_runs_every_part_end_to_end(shared_data, tmp_path):
 
     ssp = results["parts"]["ssp"]
     assert set(ssp["pretraining"]) == {"contextual+ssp-dpc", "contextual+mlm-dpc"}
-    assert ssp["pretraining"]["contextual+mlm-dpc"]["steps"] == pack.TINY.pretrain_steps
+    pretraining = ssp["pretraining"]["contextual+mlm-dpc"]
+    assert pretraining["progress"]["steps"] == pack.TINY.pretrain_steps
     assert set(ssp["table"]) == {"wikiqa -> wikiqa test", "squad -> selqa test"}
     for rows in ssp["table"].values():
         assert set(rows) == set(pack.SSP_ROWS)
@@ -179,9 +180,9 @@ def test_the_tiny_bundle_runs_every_part_end_to_end(shared_data, tmp_path):
     assert cascade["cascade_over_pooled-6_speed"] > 0
 
     aae = results["parts"]["aae"]
-    assert aae["training"]["steps"] == 2
+    assert aae["training"]["progress"]["steps"] == 2
     # expanded from the bundle's GloVe rows, not the 400k of the installed package
-    assert aae["training"]["saved_vocabulary"] < 20_000
+    assert aae["training"]["data"]["saved_vocabulary"] < 20_000
     assert set(aae["sts"]) == {"mean-max-aae", "glove-bow"}
     for report in aae["sts"].values():
         assert set(report["tasks"]) == {"STSB", "STS12"}

@@ -259,7 +259,7 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
         "32",
     )
     assert trained.exit_code == 0, trained.output
-    assert json.loads(trained.stdout)["dev"]["questions"] == 8  # progress bars on stderr
+    assert json.loads(trained.stdout)["best"]["dev"]["questions"] == 8  # bars on stderr
     model = str(tmp_path / "run" / "model")
     args = ["eval", "as2", "--model", model, "--data", f"squad-as2:{data}", "--split", "dev"]
     report = json.loads(run_cli(*args, "--alpha", "0.5").stdout)
@@ -292,7 +292,7 @@ def test_finetune_a_bi_encoder_with_its_recipe_then_export_it(tmp_path, tiny_ber
         "--in-batch-negatives", "--temperature", "0.1",
     )  # fmt: skip
     assert trained.exit_code == 0, trained.output
-    settings = json.loads(trained.stdout)["train"]
+    settings = json.loads(trained.stdout)["settings"]["config"]
     given = {"max_steps": 2, "eval_every": 2, "questions_per_batch": 4, "temperature": 0.1}
     recipe = {"loss": "listwise", "learning_rate": 5e-5, "max_negatives_per_question": 15}
     assert settings.items() >= {**given, **recipe, "in_batch_negatives": True}.items()

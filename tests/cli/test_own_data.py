@@ -47,7 +47,7 @@ def test_finetune_on_own_files_then_evaluate_a_parquet_file(tmp_path, tiny_bert)
     )  # fmt: skip
     assert trained.exit_code == 0, trained.output
     assert report["model"] == str(out / "model") and (out / "model").is_dir()
-    assert report["dev"]["questions"] == 4 and report["test"]["pairs"] == 16
+    assert report["best"]["dev"]["questions"] == 4 and report["metrics"]["test"]["pairs"] == 16
 
     evaluated, scores = invoke(
         "eval", "as2", "--model", str(out / "model"), "--data", str(test), "--columns", COLUMNS
@@ -75,7 +75,8 @@ def test_question_answer_pairs_train_with_mined_negatives(tmp_path, tiny_bert):
         "--init", str(tiny_bert), "--max-steps", "1", "--batch-size", "8", "--max-length", "32",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert report["dev"]["questions"] == 4 and report["dev"]["pairs"] == 4 * 3
+    dev = report["best"]["dev"]
+    assert dev["questions"] == 4 and dev["pairs"] == 4 * 3
 
 
 def test_own_files_are_checked_before_training(tmp_path, tiny_bert):
@@ -148,5 +149,6 @@ def test_finetune_trains_on_several_sets_at_once(tmp_path, tiny_bert):
         "--max-steps", "1", "--batch-size", "8", "--max-length", "32",
     )  # fmt: skip
     assert trained.exit_code == 0, trained.output
-    assert report["dev"]["questions"] == 4 and report["stopped"] == "max_steps"
+    assert report["best"]["dev"]["questions"] == 4
+    assert report["progress"]["stopped"] == "max_steps"
     assert "12 questions" in (out / "model" / "README.md").read_text()

@@ -172,11 +172,11 @@ def test_pretraining_commands_refuse_unknown_settings_before_loading_data(comman
 
 
 def test_set_is_applied_after_the_command_s_own_options():
-    from ctxsent.training.cross_thought_train import CrossThoughtPretrainConfig
+    from ctxsent.cli.pretrain import configured
 
-    config = CrossThoughtPretrainConfig("mlm-1-64-cpu", max_steps=5, overrides=["max_steps=7"])
-    assert config.resolved_preset().max_steps == 7
-    assert CrossThoughtPretrainConfig("mlm-1-64-cpu", max_steps=5).resolved_preset().max_steps == 5
+    config = configured("mlm-1-64-cpu", "cross-thought", {"max_steps": 5}, ["max_steps=7"])
+    assert config.max_steps == 7
+    assert configured("mlm-1-64-cpu", "cross-thought", {"max_steps": 5}, None).max_steps == 5
 
 
 def test_settings_list_the_configs_own_fields_before_the_shared_run_settings():
@@ -185,5 +185,5 @@ def test_settings_list_the_configs_own_fields_before_the_shared_run_settings():
 
     names = setting_names(EncoderPretrainConfig())
     assert names[:2] == ["model", "vocab_size"] and names.index("precision") == 15
-    shared = ["accumulate", "accelerator", "devices", "strategy", "num_nodes"]
-    assert names[-8:] == [*shared, "eval", "eval_every", "patience"]  # precision: its own
+    shared = ["accumulate", "accelerator", "devices", "strategy", "num_nodes", "keep_checkpoints"]
+    assert names[-9:] == [*shared, "eval", "eval_every", "patience"]  # precision: its own

@@ -63,6 +63,27 @@ def test_pretrain_data_then_pretrain_end_to_end(tiny_bert, tmp_path):
     )  # fmt: skip
     assert trained.exit_code == 0, trained.output
     assert (tmp_path / "run" / "model").is_dir()
+    # the command is one library call: the same run from Python
+    from dataclasses import replace
+
+    from safetensors.torch import load_file
+
+    from ctxsent.presets import get_preset
+    from ctxsent.training.cross_thought_train import pretrain_cross_thought
+
+    config = replace(
+        get_preset("mlm-1-64-cpu").config, backbone=str(tiny_bert), max_steps=1,
+        accelerator="cpu", precision="fp32",
+    )  # fmt: skip
+    record = pretrain_cross_thought(tmp_path / "d", tmp_path / "python", config)
+    printed = json.loads(trained.stdout)
+    for run in (printed, record):
+        del run["progress"]["seconds_this_run"], run["data"]["folder"]
+    assert {k: v for k, v in printed.items() if k != "model"} == record
+    weights = [
+        load_file(tmp_path / run / "model" / "model.safetensors") for run in ("run", "python")
+    ]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[1])
 
 
 def test_retrieval_command_prints_recall(tmp_path):
@@ -104,3 +125,35 @@ def test_init_backbone_builds_the_mlm_1_architecture_from_the_backbone(tiny_bert
     assert torch.equal(model.special[0], cls)  # the special token starts as [CLS]
     with pytest.raises(ModelFolderError, match="missing"):
         model_to_finetune(str(tmp_path / "missing"), str(tiny_bert))
+
+
+def test_finetune_command_is_one_library_call(tiny_bert, tmp_path):
+    from ctxsent.tasks.as2_jsonl import write_as2_jsonl
+    from ctxsent.training.cross_thought_train import (
+        CrossThoughtFineTuneConfig,
+        finetune_cross_thought,
+    )
+    from synthetic import synthetic_as2
+
+    data = tmp_path / "data"
+    for split, seed in (("train", 1), ("dev", 2), ("test", 3)):
+        write_as2_jsonl(synthetic_as2(4, seed=seed), data / f"{split}.jsonl")
+    spec = f"squad-as2:{data}"
+    options = ["--max-steps", "2", "--eval-every", "1", "--accelerator", "cpu", "--precision",
+               "fp32", "--negatives", "2", "--backbone", str(tiny_bert)]  # fmt: skip
+    result = runner.invoke(
+        app, ["finetune", "--task", "as2", "--init", "backbone", "--data", spec, "--out",
+              str(tmp_path / "cli"), *options],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    config = CrossThoughtFineTuneConfig(
+        max_steps=2, eval_every=1, accelerator="cpu", precision="fp32", negatives=2
+    )
+    record = finetune_cross_thought(
+        "as2", "backbone", tmp_path / "python", spec, config, str(tiny_bert)
+    )
+    printed = json.loads(result.stdout)
+    for run in (printed, record):
+        del run["progress"]["seconds_this_run"]
+    assert {k: v for k, v in printed.items() if k != "model"} == record
+    assert record["metrics"]["test"]["questions"] == 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from ctxsent.evaluation.as2_metrics import as2_metrics
 from ctxsent.models.cross_thought import CrossThoughtModel, CrossThoughtRanker, PairClassifier
 from ctxsent.objectives.cross_thought import answer_selection_loss
 from ctxsent.objectives.pretrain_data import SUMMARY, build_cross_thought_data
+from ctxsent.presets import get_preset
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.tasks.senteval import Pairs
 from ctxsent.training.cross_thought_train import (
@@ -44,9 +46,8 @@ def ct_data(tiny_bert, tmp_path_factory):
 
 def _pretrain_config(tiny_bert, **settings) -> CrossThoughtPretrainConfig:
     settings = {"max_steps": 2, "accelerator": "cpu", "precision": "fp32", **settings}
-    return CrossThoughtPretrainConfig(
-        preset="cross-thought-3-64-cpu", backbone=str(tiny_bert), **settings
-    )
+    config = get_preset("cross-thought-3-64-cpu").config
+    return replace(config, backbone=str(tiny_bert), **settings)
 
 
 @pytest.fixture(scope="module")
@@ -55,22 +56,23 @@ def resumed(tiny_bert, ct_data, tmp_path_factory):
     runs' summaries (the tests only read them)."""
     out = tmp_path_factory.mktemp("ct-run")
     config = _pretrain_config(tiny_bert)
-    first = pretrain_cross_thought(ct_data, out, config)
+    first = pretrain_cross_thought(ct_data, out, replace(config, keep_checkpoints=True))
     config.max_steps = 3
     return out, first, pretrain_cross_thought(ct_data, out, config)
 
 
 def test_pretraining_saves_a_model_and_resumes(resumed):
     out, first, second = resumed
-    assert first["steps"] == 2 and first["tokens_seen"] > 0 and np.isfinite(first["last_loss"])
-    assert (out / "checkpoints" / "last.ckpt").is_file()
+    progress = first["progress"]
+    assert progress["steps"] == 2 and progress["tokens_seen"] > 0
+    assert np.isfinite(first["metrics"]["train"]["loss"])
+    assert not (out / "checkpoints").exists()  # the second run keeps none
     model = ctxsent.load(out / "model")
     assert isinstance(model, CrossThoughtModel) and model.config.num_special == 3
-    assert second["steps"] == 3 and second["steps_this_run"] == 1
-    assert second["tokens_seen"] > first["tokens_seen"]
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["corpus_sequences"] == first["corpus_sequences"] == 100
+    assert second["progress"]["steps"] == 3 and second["progress"]["steps_this_run"] == 1
+    assert second["progress"]["tokens_seen"] > progress["tokens_seen"]
     run = json.loads((out / "run.json").read_text())
+    assert run == second and run["data"]["sequences"] == first["data"]["sequences"] == 100
     assert run["settings"]["data"]["sequences"] == 100 and "build" not in run["settings"]["data"]
 
 
@@ -99,14 +101,13 @@ def test_an_accumulated_run_counts_the_masked_words_of_its_whole_step(
     summary = pretrain_cross_thought(
         ct_data, tmp_path, _pretrain_config(tiny_bert, max_steps=2, accumulate=2)
     )
-    assert summary["steps"] == 2 and np.isfinite(summary["last_loss"])
+    assert summary["progress"]["steps"] == 2 and np.isfinite(summary["metrics"]["train"]["loss"])
     # 2 steps of 2 batches, each a half of the preset's 4 samples, counted before each step
     assert len(counted) == 4 and all(rows == 2 and words > 0 for rows, words in counted)
 
 
 def test_data_of_another_preset_tokenizer_or_folder_is_refused(tiny_bert, ct_data, tmp_path):
-    other_preset = _pretrain_config(tiny_bert, max_steps=1)
-    other_preset.preset = "mlm-1-512-cpu"
+    other_preset = _pretrain_config(tiny_bert, max_steps=1, sequence_length=512)
     with pytest.raises(InputError, match=f"^{ct_data}: holds sequences of 64 tokens"):
         pretrain_cross_thought(ct_data, tmp_path / "a", other_preset)
     backbone = tmp_path / "other-bert"
@@ -168,14 +169,14 @@ def test_answer_selection_fine_tuning_learns_and_saves_a_ranker(tmp_path):
     config = CrossThoughtFineTuneConfig(
         learning_rate=3e-3, max_steps=150, batch_size=8, negatives=3, eval_every=50, seed=42
     )
-    summary = finetune_answer_selection(model, train, dev, tmp_path, config)
-    assert summary["best_dev"]["step"] > 0  # better than before fine-tuning
-    assert summary["best_dev"]["map"] > 0.65
+    best = finetune_answer_selection(model, train, dev, tmp_path, config).best
+    assert best["step"] > 0  # better than before fine-tuning
+    assert best["metrics"]["map"] > 0.65
     ranker = ctxsent.load(tmp_path / "model")
     assert isinstance(ranker, CrossThoughtRanker)
     scores = ranker.predict(dev)  # the saved model is the best one
     metrics = as2_metrics([r.question_id for r in dev], [r.label for r in dev], scores)
-    assert metrics["map"] == pytest.approx(summary["best_dev"]["map"])
+    assert metrics["map"] == pytest.approx(best["metrics"]["map"])
 
 
 def _colour_pairs(count: int, seed: int) -> Pairs:
@@ -193,7 +194,7 @@ def test_pair_classifier_uses_flattened_cross_sequence_outputs_and_learns(tmp_pa
     config = CrossThoughtFineTuneConfig(
         learning_rate=3e-3, max_steps=40, batch_size=16, eval_every=20
     )
-    result = finetune_pair_classifier(
+    _, test = finetune_pair_classifier(
         model,
         _colour_pairs(200, 0),
         _colour_pairs(40, 1),
@@ -202,7 +203,7 @@ def test_pair_classifier_uses_flattened_cross_sequence_outputs_and_learns(tmp_pa
         tmp_path,
         config,
     )
-    assert result["test"]["acc"] > 90 and "f1" in result["test"]
+    assert test["acc"] > 90 and "f1" in test
 
 
 def test_split_off_dev_is_deterministic_and_disjoint():
@@ -245,7 +246,7 @@ def test_pretraining_ranks_squad_paragraphs_and_keeps_the_best_model(
     made = script_evaluations(monkeypatch, cross_thought_train, [40.0, 90.0, 60.0], "town 1")
     config = _pretrain_config(tiny_bert, max_steps=3, eval=f"squad:{squad}", eval_every=1)
     summary = pretrain_cross_thought(ct_data, tmp_path / "run", config)
-    best = json.loads((tmp_path / "run" / "best.json").read_text())
+    best = json.loads((tmp_path / "run" / "run.json").read_text())["best"]
     (evaluated,) = made
     assert [metrics["recall@20"] for metrics, _ in evaluated.seen] == [40.0, 90.0, 60.0]
     assert summary["best"]["step"] == best["step"] == 2 and best["dev"]["recall@20"] == 90.0

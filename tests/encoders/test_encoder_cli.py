@@ -47,16 +47,18 @@ def test_cli_trains_saves_and_resumes(cli, inputs, tmp_path, preset):
     assert built.exit_code == 0, built.output
     assert json.loads(built.stdout)["sentences"] == 8 * 6
     common = ["pretrain", preset, "--data", data, "--out", out, "--word-vectors", vectors, *TINY]
-    first = run(cli, *common, "--max-steps", 2)
+    first = run(cli, *common, "--max-steps", 2, "--keep-checkpoints")
     assert first.exit_code == 0, first.output
-    summary = json.loads((out / "train.json").read_text())
-    assert summary["steps"] == 2 and not summary["resumed"]
-    encoder = ctxsent.load(out / "encoder")
-    assert encoder.encode(["the cat sat .", "novel1"]).shape == (2, summary["encoder_dim"])
+    summary = json.loads((out / "run.json").read_text())
+    assert summary["progress"]["steps"] == 2 and not summary["progress"]["resumed"]
+    assert json.loads(first.stdout)["progress"] == summary["progress"]
+    encoder = ctxsent.load(out / "model")
+    assert encoder.encode(["the cat sat .", "novel1"]).shape == (2, encoder.dim)
     second = run(cli, *common, "--max-steps", 5)
     assert second.exit_code == 0, second.output
-    resumed = json.loads((out / "train.json").read_text())
+    resumed = json.loads((out / "run.json").read_text())["progress"]
     assert resumed["steps"] == 5 and resumed["resumed"]
+    assert not (out / "checkpoints").exists()  # kept by the first run only
     changed = run(cli, *common, "--set", "hidden_size=8", "--max-steps", 6)
     assert isinstance(changed.exception, InputError) and "other settings" in str(changed.exception)
 
@@ -127,13 +129,12 @@ def test_cli_evaluates_during_training_and_keeps_the_best_encoder(
                   vectors, *TINY, "--max-steps", 6, "--eval", f"squad:{squad}",
                   "--eval-every", 2)  # fmt: skip
     assert trained.exit_code == 0, trained.output
-    best = json.loads((out / "best.json").read_text())
+    best = json.loads((out / "run.json").read_text())["best"]
     (evaluated,) = made
     assert [metrics["recall@20"] for metrics, _ in evaluated.seen] == [40.0, 90.0, 60.0]
     assert best["step"] == 4 and best["dev"]["recall@20"] == 90.0
     assert {"recall@1", "own_article_recall@1"} <= set(best["dev"])  # the real ranking's
-    assert json.loads((out / "train.json").read_text())["best"]["step"] == best["step"]
-    saved = ctxsent.load(out / "encoder").encode(["the cat"])
+    saved = ctxsent.load(out / "model").encode(["the cat"])
     np.testing.assert_allclose(saved, evaluated.seen[1][1], atol=1e-6)
     assert not np.allclose(saved, evaluated.seen[2][1], atol=1e-6)
     ranking = run(cli, "pretrain", preset, "--data", data, "--out", tmp_path / "other", *TINY,

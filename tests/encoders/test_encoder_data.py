@@ -73,11 +73,11 @@ def test_training_resumes_exactly_and_refuses_other_vocabulary_settings(document
     data = tmp_path / "data"
     build_encoder_data(corpus, data, vocab_size=10, preset="mean-max-aae-cpu")
     pretrain_encoder(data, tmp_path / "straight", _tiny(max_steps=5))
-    pretrain_encoder(data, tmp_path / "resumed", _tiny(max_steps=2))
+    pretrain_encoder(data, tmp_path / "resumed", _tiny(max_steps=2, keep_checkpoints=True))
     summary = pretrain_encoder(data, tmp_path / "resumed", _tiny(max_steps=5))
-    assert summary["resumed"] and summary["steps"] == 5
-    a = ctxsent.load(tmp_path / "straight" / "encoder").state_dict()
-    b = ctxsent.load(tmp_path / "resumed" / "encoder").state_dict()
+    assert summary["progress"]["resumed"] and summary["progress"]["steps"] == 5
+    a = ctxsent.load(tmp_path / "straight" / "model").state_dict()
+    b = ctxsent.load(tmp_path / "resumed" / "model").state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
     with pytest.raises(InputError, match=f"^{data}: was built with vocab_size=10, max_sent"):
         pretrain_encoder(data, tmp_path / "other", _tiny(vocab_size=20))

@@ -134,7 +134,7 @@ def test_finetune_with_a_test_file_puts_the_test_metrics_on_the_card(tmp_path, t
          "--max-steps", "1", "--batch-size", "8", "--max-length", "32"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    test = json.loads(result.stdout)["test"]
+    test = json.loads(result.stdout)["metrics"]["test"]
     written = card(tmp_path / "run" / "model")
     scored = {(r.dataset_split, r.dataset_name, r.metric_type): r.metric_value
               for r in written.data.eval_results}  # fmt: skip

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from pretraining_runs import pretrain
@@ -105,6 +106,7 @@ def _traced_run(tiny_bert: str, out: Path, devices: int, kind: str) -> None:
     from ctxsent.models.cascade import CascadeRanker
     from ctxsent.models.cross_encoder import CrossEncoderRanker
     from ctxsent.training import as2_finetune
+    from ctxsent.training.as2_presets import BI_ENCODER_RECIPE
     from ctxsent.training.engine import ObjectiveModule
     from synthetic import synthetic_as2
 
@@ -145,14 +147,12 @@ def _traced_run(tiny_bert: str, out: Path, devices: int, kind: str) -> None:
                 module.p = 0.0
         settings = {"learning_rate": 3e-3, "epochs": 1}
         if kind == "bi-encoder":
-            settings = {**as2_finetune.ARCH_DEFAULTS[kind], "questions_per_batch": 3}
+            settings = {**asdict(BI_ENCODER_RECIPE), "questions_per_batch": 3}
         config = as2_finetune.As2TrainConfig(
-            **settings | {"max_steps": STEPS, "eval_every": STEPS, "warmup_ratio": 0.0},
-            batch_size=GLOBAL_BATCH,
-            seed=0,
-            precision="fp32",
-            accelerator="cpu",
-            devices=devices,
+            **settings
+            | {"max_steps": STEPS, "eval_every": STEPS, "warmup_ratio": 0.0}
+            | {"batch_size": GLOBAL_BATCH, "seed": 0, "precision": "fp32", "accelerator": "cpu"}
+            | {"devices": devices}
         )
         train, dev = synthetic_as2(16, seed=1), synthetic_as2(4, seed=2)
         as2_finetune.finetune_as2(ranker, train, dev, out, config)

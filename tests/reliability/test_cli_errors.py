@@ -334,14 +334,14 @@ CONFIG_CASES = [
         "must be >= 1, got 0",
     ),
     (
-        "cross_thought_train.CrossThoughtPretrainConfig",
-        {"preset": "mlm-1-64-cpu", "max_steps": 0},
+        "cross_thought_presets.CrossThoughtPretrainConfig",
+        {"max_steps": 0},
         "max_steps",
         "must be >= 1",
     ),
     (
-        "cross_thought_train.CrossThoughtPretrainConfig",
-        {"preset": "mlm-1-64-cpu", "precision": "fp8"},
+        "cross_thought_presets.CrossThoughtPretrainConfig",
+        {"precision": "fp8"},
         "precision",
         "one of auto",
     ),

@@ -57,8 +57,8 @@ def test_nothing_half_written_looks_complete_and_resume_matches(
     uninterrupted = run(tiny_bert, tmp_path / "uninterrupted", arch=arch)
     assert json.loads((interrupted / "run.json").read_text())["status"] == "finished"
     assert not list(interrupted.glob(".*.tmp"))  # staging left by the kill is gone
-    assert resumed["step"] == uninterrupted["step"]
-    assert resumed["dev"] == pytest.approx(uninterrupted["dev"], abs=1e-6)
+    assert resumed["best"]["step"] == uninterrupted["best"]["step"]
+    assert resumed["best"]["dev"] == pytest.approx(uninterrupted["best"]["dev"], abs=1e-6)
     runs = (interrupted, tmp_path / "uninterrupted")
     weights = [load_file(folder / "model" / "model.safetensors") for folder in runs]
     for name, tensor in weights[1].items():

@@ -30,7 +30,6 @@ from ctxsent.training.sampling import StreamBatches
 STEPS, EVERY = 12, 3
 SLEEP = 0.15  # seconds per batch in a child to be killed: 9 steps after the first checkpoint
 SEQUENCES = 2  # per Cross-Thought sample (the preset's 16 would make it the slowest by far)
-MODEL = {"rnn-cnn": "encoder", "mean-max-aae": "encoder"}  # else "model"
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +116,7 @@ def test_a_killed_pretraining_run_leaves_no_half_written_state_and_resumes_exact
     assert json.loads((interrupted / "run.json").read_text())["status"] == "running"
     for path in interrupted.rglob("*"):
         if path.is_dir() and is_model_folder(path):
-            assert path == interrupted / MODEL.get(kind, "model")
+            assert path == interrupted / "model"
             with pytest.warns(UnfinishedRunWarning):
                 ctxsent.load(path)
     for checkpoint in (interrupted / "checkpoints").glob("*.ckpt"):
@@ -128,16 +127,14 @@ def test_a_killed_pretraining_run_leaves_no_half_written_state_and_resumes_exact
 
     resumed, drawn = traced_pretrain(monkeypatch, kind, tiny_bert, pretrain_data[kind], interrupted)
     assert drawn == list(range(checkpointed, STEPS))  # went on from the checkpoint, not over
-    assert resumed["steps"] == STEPS
-    if kind == "cross-thought":
-        assert resumed["steps_this_run"] == STEPS - checkpointed
-    elif MODEL.get(kind) == "encoder":
-        assert resumed["resumed"]
+    progress = resumed["progress"]
+    assert progress["steps"] == STEPS and progress["steps_this_run"] == STEPS - checkpointed
+    assert progress["resumed"]
     assert json.loads((interrupted / "run.json").read_text())["status"] == "finished"
     assert not list(interrupted.glob(".*.tmp"))  # staging left by the kill is gone
 
     assert json.loads((uninterrupted / "run.json").read_text())["status"] == "finished"
-    folders = [run / MODEL.get(kind, "model") for run in (interrupted, uninterrupted)]
+    folders = [run / "model" for run in (interrupted, uninterrupted)]
     files = [sorted(path.name for path in folder.glob("*.safetensors")) for folder in folders]
     assert files[0] == files[1] and files[0]
     for name in files[0]:

@@ -41,10 +41,10 @@ def test_a_rerun_with_other_settings_is_refused_naming_them_and_overwrite_starts
     out = tmp_path / "run"
     train(tiny_bert, out)
     assert status(out) == "finished"
-    checkpoint = (out / "checkpoints" / "latest.ckpt").read_bytes()
+    checkpoint = (out / "checkpoints" / "last.ckpt").read_bytes()
     refusals = {
-        "train.learning_rate: 0.003 -> 0.001": dict(learning_rate=1e-3),
-        "train.batch_size: 8 -> 4": dict(batch_size=4),
+        "config.learning_rate: 0.003 -> 0.001": dict(learning_rate=1e-3),
+        "config.batch_size: 8 -> 4": dict(batch_size=4),
         "model.contextual: False -> True": dict(contextual=True),  # was a size mismatch
         "data.train: ": dict(train=synthetic_as2(8, seed=3)),
     }
@@ -53,7 +53,7 @@ def test_a_rerun_with_other_settings_is_refused_naming_them_and_overwrite_starts
             train(tiny_bert, out, **changes)
         assert expected in str(refused.value) and "--overwrite" in str(refused.value)
         assert str(refused.value).count("->") == 1  # only what differs
-    assert (out / "checkpoints" / "latest.ckpt").read_bytes() == checkpoint
+    assert (out / "checkpoints" / "last.ckpt").read_bytes() == checkpoint
     assert status(out) == "finished"
 
     from ctxsent.training.engine import ObjectiveModule
@@ -65,7 +65,7 @@ def test_a_rerun_with_other_settings_is_refused_naming_them_and_overwrite_starts
     train(tiny_bert, out, overwrite=True, learning_rate=1e-3)
     assert steps == [1, 2]  # from the start, not from the old run's checkpoint
     stored = json.loads((out / "run.json").read_text())
-    assert stored["status"] == "finished" and stored["settings"]["train"]["learning_rate"] == 1e-3
+    assert stored["status"] == "finished" and stored["settings"]["config"]["learning_rate"] == 1e-3
 
 
 def test_limits_may_change_and_a_rerun_goes_on_from_the_checkpoint(tiny_bert, tmp_path):
@@ -78,9 +78,23 @@ def test_limits_may_change_and_a_rerun_goes_on_from_the_checkpoint(tiny_bert, tm
     assert last["global_step"] == 4 and status(out) == "finished"
 
 
+def test_a_finished_run_keeps_no_checkpoint_unless_asked_and_a_rerun_starts_again(
+    tiny_bert, tmp_path
+):
+    out = tmp_path / "run"
+    first = train(tiny_bert, out, keep_checkpoints=False)
+    assert sorted(p.name for p in out.iterdir()) == ["logs", "model", "run.json", "run.lock"]
+    assert not any(out.rglob("*.ckpt"))
+    again = train(tiny_bert, out, keep_checkpoints=False, max_steps=3)  # nothing to go on from
+    assert not again["progress"]["resumed"] and again["progress"]["steps_this_run"] == 3
+    assert first["best"]["step"] == 2 and not any(out.rglob("*.ckpt"))
+    train(tiny_bert, tmp_path / "kept")  # keep_checkpoints: one checkpoint
+    assert [p.name for p in (tmp_path / "kept").rglob("*.ckpt")] == ["last.ckpt"]
+
+
 def test_a_finished_runs_model_card_says_how_it_was_trained(tiny_bert, tmp_path):
     out = tmp_path / "run"
-    best = train(tiny_bert, out)
+    best = train(tiny_bert, out)["best"]
     card = ModelCard.load(out / "model" / "README.md")
     assert (card.data.library_name, card.data.pipeline_tag) == ("ctxsent", "text-ranking")
     dev = {r.metric_type: r.metric_value for r in card.data.eval_results}
@@ -201,7 +215,7 @@ def test_the_cli_refuses_changed_settings_in_one_line(tiny_bert, tmp_path, monke
     capsys.readouterr()
     assert run("--lr", "1e-3") == 2
     error = capsys.readouterr().err.strip()
-    assert error.count("\n") == 0 and "train.learning_rate: 2e-05 -> 0.001" in error
+    assert error.count("\n") == 0 and "config.learning_rate: 2e-05 -> 0.001" in error
     assert run("--lr", "1e-3", "--overwrite") in (0, None)
 
 
@@ -249,7 +263,7 @@ def test_a_max_length_beyond_the_backbone_stops_finetune_in_one_line_before_the_
 def test_a_truncated_checkpoint_is_refused_in_one_line_on_resume(tiny_bert, tmp_path):
     out = tmp_path / "run"
     train(tiny_bert, out)
-    latest = (out / "checkpoints" / "latest.ckpt").resolve()
+    latest = out / "checkpoints" / "last.ckpt"
     latest.write_bytes(latest.read_bytes()[:1000])
     with pytest.raises(InputError, match="is not a complete checkpoint") as refused:
         train(tiny_bert, out, max_steps=4)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 CONFIG = dict(
     learning_rate=3e-3, batch_size=8, epochs=2, eval_every=6, warmup_ratio=0.2, seed=0,
-    precision="fp32", accelerator="cpu", devices=1, patience=100,
+    precision="fp32", accelerator="cpu", devices=1, patience=100, keep_checkpoints=True,
 )  # fmt: skip
 
 

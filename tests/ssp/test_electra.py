@@ -174,9 +174,10 @@ def test_electra_cpu_preset_runs_from_the_cli_and_fine_tunes_as_contextual_ranke
         app, [*train, "--preset", "ssp-dpc-electra-cpu", *options, "--accelerator", "cpu"]
     )
     assert result.exit_code == 0, result.output
-    summary = json.loads((tmp_path / "r" / "pretrain.json").read_text())
-    assert summary["steps"] == 2 and summary["config"]["electra"]["layers"] == 4
-    assert all(summary["final"][k] > 0 for k in ("mlm", "rtd", "ssp"))
+    summary = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert summary["progress"]["steps"] == 2
+    assert summary["settings"]["config"]["electra"]["layers"] == 4
+    assert all(summary["metrics"]["train"][k] > 0 for k in ("mlm", "rtd", "ssp"))
     # what 'ctxsent finetune as2 --init OUT/model --contextual' does
     ranker = load(tmp_path / "r" / "model").with_context(True)
     data_tokenizer = AutoTokenizer.from_pretrained(tmp_path / "d" / TOKENIZER_DIR)

@@ -106,7 +106,8 @@ def test_pretrained_model_fine_tunes_without_conversion(ssp_data, tiny_bert, tmp
     from ctxsent.models.registry import load_model_folder as load
 
     whole = pretrain_ssp(ssp_data, tmp_path / "whole", _config(6), _tiny_ranker(tiny_bert))
-    assert whole["steps"] == 6 and whole["final"]["ssp"] > 0 and whole["final"]["mlm"] > 0
+    final = whole["metrics"]["train"]
+    assert whole["progress"]["steps"] == 6 and final["ssp"] > 0 and final["mlm"] > 0
     a = load(tmp_path / "whole" / "model").model.state_dict()
     # what 'ctxsent finetune as2 --init OUT/model --contextual' does
     ranker = load(tmp_path / "whole" / "model").with_context(True)
@@ -140,7 +141,7 @@ def test_the_ssp_head_can_learn_faster_than_the_backbone(tiny_bert, tmp_path):
 def test_ssp_weight_zero_is_the_mlm_only_control(ssp_data, tiny_bert, tmp_path):
     config = _config(2, ssp_weight=0.0, heldout_examples=0)
     result = pretrain_ssp(ssp_data, tmp_path / "run", config, ranker=_tiny_ranker(tiny_bert))
-    final = result["final"]
+    final = result["metrics"]["train"]
     assert final["ssp"] > 0 and final["loss"] == pytest.approx(final["mlm"])
     with pytest.raises(InputError, match="must be >= 0"):
         pretrain_ssp(ssp_data, tmp_path / "bad", _config(2, ssp_weight=-1.0))
@@ -155,8 +156,9 @@ def test_mean_readout_pretrains_a_one_exit_cascade_that_fine_tunes_as_one(
 
     config = _config(4, readout="mean", backbone=str(tiny_bert), heldout_examples=40)
     result = pretrain_ssp(ssp_data, tmp_path / "run", config)
-    assert result["steps"] == 4 and result["final"]["ssp"] > 0 and result["final"]["mlm"] > 0
-    assert result["heldout"]["examples"] == 40
+    final = result["metrics"]["train"]
+    assert result["progress"]["steps"] == 4 and final["ssp"] > 0 and final["mlm"] > 0
+    assert result["metrics"]["heldout"]["examples"] == 40
     ranker = load(tmp_path / "run" / "model")
     assert isinstance(ranker, CascadeRanker) and ranker.config.exits == [2]  # tiny BERT: 2 layers
     assert ranker.contextual and ranker.model.config.type_vocab_size == 3
@@ -174,9 +176,9 @@ def test_heldout_evaluation_keeps_the_best_model_and_bad_specs_fail_first(
 
     config = _config(4, eval="heldout", eval_every=2, heldout_examples=16)
     result = pretrain_ssp(ssp_data, tmp_path / "run", config, ranker=_tiny_ranker(tiny_bert))
-    best = json.loads((tmp_path / "run" / "best.json").read_text())
-    assert best["step"] in (2, 4) and best["dev"]["auc"] >= result["final"]["dev_auc"]
-    assert result["best"]["step"] == best["step"]
+    best = json.loads((tmp_path / "run" / "run.json").read_text())["best"]
+    assert best["step"] in (2, 4) and best["dev"]["auc"] >= result["metrics"]["train"]["dev_auc"]
+    assert result["best"] == best
     saved = ctxsent.load(tmp_path / "run" / "model")
     assert saved.kind == "cross-encoder"
     # the saved model's AUC on the examples no step drew, by scikit-learn: the best's
@@ -186,8 +188,40 @@ def test_heldout_evaluation_keeps_the_best_model_and_bad_specs_fail_first(
     with torch.no_grad():
         logits = saved.eval()(batch["features"]).float().numpy()
     expected = roc_auc_score(batch["labels"].numpy(), logits)
-    assert best["dev"]["auc"] == pytest.approx(expected, abs=1e-4)  # best.json rounds it
+    assert best["dev"]["auc"] == pytest.approx(expected, abs=1e-4)
     for spec, message in (("squad:x.json", "does not evaluate"), ("nope", "unknown evaluator")):
         with pytest.raises(InputError, match=message):
             pretrain_ssp(ssp_data, tmp_path / "bad", _config(2, eval=spec))
         assert not (tmp_path / "bad").exists()
+
+
+def test_pretrain_ssp_command_is_one_library_call(ssp_data, tiny_bert, tmp_path):
+    from dataclasses import replace
+
+    from safetensors.torch import load_file
+
+    app = typer.Typer()
+    app.command("ssp")(pretrain.ssp)
+    app.command("other")(pretrain.encoder)
+    options = ["--max-steps", "2", "--batch-size", "8", "--save-every", "2", "--accelerator",
+               "cpu", "--precision", "fp32", "--set", "max_length=64", "--set",
+               "heldout_examples=8"]  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["ssp", "--data", str(ssp_data), "--out", str(tmp_path / "cli"), "--backbone",
+              str(tiny_bert), *options],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    config = replace(
+        get_preset("ssp-dpc-cpu").config, backbone=str(tiny_bert), max_steps=2, batch_size=8,
+        checkpoint_every=2, accelerator="cpu", precision="fp32", max_length=64,
+        heldout_examples=8,
+    )  # fmt: skip
+    record = pretrain_ssp(ssp_data, tmp_path / "python", config)
+    printed = json.loads(result.stdout)
+    for run in (printed, record):
+        del run["progress"]["seconds_this_run"]
+    assert {k: v for k, v in printed.items() if k != "model"} == record
+    weights = [
+        load_file(tmp_path / run / "model" / "model.safetensors") for run in ("cli", "python")
+    ]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[1])

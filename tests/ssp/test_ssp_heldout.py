@@ -65,11 +65,12 @@ def test_pretraining_reports_heldout_ssp_and_the_cli_reproduces_it(ssp_data, tin
         heldout_examples=50,
     )  # fmt: skip
     result = pretrain_ssp(ssp_data, tmp_path / "run", config, ranker)
-    heldout = result["heldout"]
+    heldout = result["metrics"]["heldout"]
     assert heldout["examples"] == 50 and 0 < heldout["positive_rate"] < 0.5
     assert heldout["majority_accuracy"] == pytest.approx(1 - heldout["positive_rate"], abs=1e-4)
     assert heldout["prior_log_loss"] > 0 and 0 <= heldout["auc"] <= 1
-    assert json.loads((tmp_path / "run" / "pretrain.json").read_text())["heldout"] == heldout
+    stored = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert stored["metrics"]["heldout"] == heldout
 
     app = typer.Typer()
     app.command("ssp")(evaluate.ssp)
@@ -81,4 +82,4 @@ def test_pretraining_reports_heldout_ssp_and_the_cli_reproduces_it(ssp_data, tin
     assert {k: again[k] for k in heldout} == pytest.approx(heldout, abs=1e-4)
     missing = runner.invoke(app, ["ssp", "--run", str(tmp_path)])
     assert isinstance(missing.exception, InputError)
-    assert "no pretrain.json" in str(missing.exception)
+    assert "not a finished SSP run" in str(missing.exception)

@@ -64,7 +64,8 @@ def test_finetune_learns_saves_best_and_resumes(tiny_bert, tmp_path):
     config = As2TrainConfig(
         learning_rate=3e-3, batch_size=16, epochs=3, eval_every=8, warmup_ratio=0.0, seed=0
     )
-    best = finetune_as2(spec, train, dev, tmp_path / "run", config)
+    config.keep_checkpoints = True
+    best = finetune_as2(spec, train, dev, tmp_path / "run", config)["best"]
     assert best["dev"]["map"] > 0.8  # chance is ~0.52
     saved = ctxsent.load(tmp_path / "run" / "model")
     scores = saved.predict(dev)
@@ -77,9 +78,9 @@ def test_finetune_learns_saves_best_and_resumes(tiny_bert, tmp_path):
     # Asking for more epochs resumes from last.ckpt instead of starting again.
     config.epochs = 4
     again = finetune_as2(spec, train, dev, tmp_path / "run", config)
-    assert again["dev"]["map"] >= best["dev"]["map"]
-    summary = json.loads((tmp_path / "run" / "best.json").read_text())
-    assert summary["train"]["epochs"] in (3, 4)
+    assert again["progress"]["resumed"] and again["best"]["dev"]["map"] >= best["dev"]["map"]
+    summary = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert summary == again and summary["settings"]["config"]["epochs"] == 4
 
 
 def test_head_lr_scale_applies_to_the_scoring_heads_only(tiny_bert, tmp_path):
@@ -146,9 +147,9 @@ def test_listwise_finetune_learns(tiny_bert, tmp_path, kind):
         learning_rate=3e-3, batch_size=16, epochs=3, eval_every=8, warmup_ratio=0.0, seed=0,
         loss="listwise",
     )  # fmt: skip
-    best = finetune_as2(spec, train, dev, tmp_path / "run", config)
-    assert best["dev"]["map"] > 0.8  # chance is ~0.52
-    assert best["train"]["loss"] == "listwise"
+    result = finetune_as2(spec, train, dev, tmp_path / "run", config)
+    assert result["best"]["dev"]["map"] > 0.8  # chance is ~0.52
+    assert result["settings"]["config"]["loss"] == "listwise"
 
 
 def test_unknown_loss_is_refused_before_training(tiny_bert, tmp_path):
@@ -367,7 +368,7 @@ def test_bi_encoder_finetune_learns_and_saves_the_best(tiny_bert, tmp_path, loss
         loss="listwise" if listwise else "pointwise", questions_per_batch=4 if listwise else None,
         in_batch_negatives=loss == "listwise-in-batch",
     )  # fmt: skip
-    best = finetune_as2(spec, train, dev, tmp_path / "run", config)
+    best = finetune_as2(spec, train, dev, tmp_path / "run", config)["best"]
     assert best["dev"]["map"] > 0.95  # chance is ~0.52
     saved = ctxsent.load(tmp_path / "run" / "model")
     assert isinstance(saved, BiEncoderRanker)
@@ -395,7 +396,7 @@ def test_accumulated_batches_make_one_step_and_evaluations_count_steps(tiny_bert
     spec = As2RankerSpec(init=str(tiny_bert), max_length=32)
     engine.ObjectiveModule.training_step = traced
     try:
-        best = finetune_as2(spec, train, dev, tmp_path / "run", config)
+        best = finetune_as2(spec, train, dev, tmp_path / "run", config)["best"]
     finally:
         engine.ObjectiveModule.training_step = step
     assert [s for s, _ in parts] == [0, 0, 1, 1, 2, 2] and {n for _, n in parts} == {4}

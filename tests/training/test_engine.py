@@ -100,20 +100,25 @@ def test_logs_named_losses_counts_tokens_and_resumes(tmp_path):
 
 
 def test_pretraining_runs_evaluate_and_keep_the_best(tmp_path):
+    from ctxsent.training.encoder_presets import EncoderPretrainConfig
     from ctxsent.training.engine import pretraining_evaluation
+    from ctxsent.training.runs import TrainingRun
 
     class Config:
         eval_every, checkpoint_every, patience = None, 3, None
 
     saved = []
-    evaluation = pretraining_evaluation(
-        Config, Scripted([0.2, 0.1]), None, tmp_path, lambda: saved.append(1)
-    )
-    assert evaluation.every == 3 and evaluation.monitor == "dev_score"
-    evaluation.on_best({"score": 0.2}, 3)
+    run = TrainingRun(tmp_path / "run", EncoderPretrainConfig(), "rnn-cnn")
+    with run.started():
+        evaluation = pretraining_evaluation(
+            Config, Scripted([0.2, 0.1]), None, run.keep_best(lambda: saved.append(1))
+        )
+        assert evaluation.every == 3 and evaluation.monitor == "dev_score"
+        evaluation.on_best({"score": 0.2}, 3)
     assert saved == [1]
-    assert json.loads((tmp_path / "best.json").read_text()) == {"step": 3, "dev": {"score": 0.2}}
-    assert pretraining_evaluation(Config, None, None, tmp_path, lambda: None) is None
+    stored = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert stored["best"] == {"step": 3, "dev": {"score": 0.2}}
+    assert pretraining_evaluation(Config, None, None, print) is None
 
 
 class MeanTarget(torch.nn.Module):

@@ -3,7 +3,6 @@ finetune cross-thought`` (Cross-Thought's Eq. 10 answer selection and Eq. 11 pai
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 from typing import Annotated, Literal
@@ -23,6 +22,7 @@ from ctxsent.cli.options import (
     finite,
     positive,
 )
+from ctxsent.cli.pretrain import KeepCheckpointsOption, configured, report
 from ctxsent.errors import InputError
 from ctxsent.training.settings import (
     MIN_INPUT_LENGTH,
@@ -35,7 +35,6 @@ app = typer.Typer(no_args_is_help=True, help="Fine-tune rankers on labelled data
 
 @app.command("as2")
 def as2(
-    ctx: typer.Context,
     out: Annotated[Path, typer.Option(help="run folder; the best model goes to OUT/model")],
     data: Annotated[
         list[str] | None,
@@ -70,6 +69,13 @@ def as2(
     init: Annotated[
         str, typer.Option(help="backbone (HF folder/id) or a ctxsent ranker to continue (TANDA)")
     ] = "all-MiniLM-L6-v2",
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="an as2 preset ('ctxsent presets --family as2'); default: the --arch's "
+            "(as2-ARCH), else the default recipe; the options given replace its values"
+        ),
+    ] = None,
     fresh_head: Annotated[
         bool,
         typer.Option(
@@ -78,8 +84,9 @@ def as2(
         ),
     ] = False,
     contextual: Annotated[
-        bool, typer.Option("--contextual/--pairwise", help="add previous+next as a 3rd segment")
-    ] = False,
+        bool | None,
+        typer.Option("--contextual/--pairwise", help="add previous+next as a 3rd segment"),
+    ] = None,
     dev_data: Annotated[
         str | None, typer.Option(help="select on another set's dev split (TANDA: the target)")
     ] = None,
@@ -122,38 +129,42 @@ def as2(
         int | None,
         typer.Option(min=1, help="evaluate on the first N dev questions only (large sets)"),
     ] = None,
-    epochs: Annotated[int, typer.Option(min=1, help="passes over the training data")] = 2,
+    epochs: Annotated[int | None, typer.Option(min=1, help="passes over the training data")] = None,
     max_steps: Annotated[int | None, typer.Option(min=1, help="stop after this many steps")] = None,
     batch_size: Annotated[
-        int,
+        int | None,
         typer.Option(
             min=1, help="global batch in pairs (listwise: whole questions, about this many pairs)"
         ),
-    ] = 32,
-    lr: Annotated[float, typer.Option(callback=positive, help="learning rate (> 0)")] = 2e-5,
+    ] = None,
+    lr: Annotated[float | None, typer.Option(callback=positive, help="learning rate")] = None,
     head_lr_scale: Annotated[
-        float,
+        float | None,
         typer.Option(
             callback=positive, help="learning-rate multiplier for the new scoring head(s)"
         ),
-    ] = 1.0,
+    ] = None,
     warmup_ratio: Annotated[
-        float,
+        float | None,
         typer.Option(min=0, max=1, callback=finite, help="share of the steps spent warming up"),
-    ] = 0.1,
-    eval_every: Annotated[int, typer.Option(min=1, help="steps between dev evaluations")] = 200,
-    patience: Annotated[int, typer.Option(min=1, help="evaluations without dev-MAP gain")] = 5,
+    ] = None,
+    eval_every: Annotated[
+        int | None, typer.Option(min=1, help="steps between dev evaluations")
+    ] = None,
+    patience: Annotated[
+        int | None, typer.Option(min=1, help="evaluations without dev-MAP gain")
+    ] = None,
     max_negatives: Annotated[
         int | None,
         typer.Option(min=1, help="negatives kept per question (subsample large sets)"),
     ] = None,
     loss: Annotated[
-        Loss,
+        Loss | None,
         typer.Option(
             help="pointwise (cross-entropy per pair) | listwise (softmax over each "
             "question's candidates; batches of whole questions); bi-encoder: listwise"
         ),
-    ] = "pointwise",
+    ] = None,
     questions_per_batch: Annotated[
         int | None,
         typer.Option(
@@ -179,8 +190,9 @@ def as2(
         ),
     ] = False,
     max_length: Annotated[
-        int, typer.Option(min=MIN_INPUT_LENGTH, help="tokens per input, all segments included")
-    ] = 256,
+        int | None,
+        typer.Option(min=MIN_INPUT_LENGTH, help="tokens per input, all segments included (256)"),
+    ] = None,
     precision: PrecisionOption = "auto",
     accelerator: AcceleratorOption = "auto",
     devices: DevicesOption = "auto",
@@ -188,6 +200,7 @@ def as2(
     num_nodes: NumNodesOption = 1,
     accumulate: AccumulateOption = None,
     seed: SeedOption = 42,
+    keep_checkpoints: KeepCheckpointsOption = False,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Fine-tune an AS2 ranker (cross-encoder, cascade, bi-encoder); early stopping on dev
@@ -195,96 +208,33 @@ def as2(
 
     Data: --data SPEC, or your own files: --train FILE --dev FILE [--test FILE].
     """
-    from ctxsent.evaluation.as2_evaluation import score_as2
-    from ctxsent.io import check_output
-    from ctxsent.model_card import update_model_card
-    from ctxsent.resolver import candidate_scores, load_ranker
-    from ctxsent.tasks.as2_files import parse_columns, read_fine_tuning_files
-    from ctxsent.tasks.as2_load import load_as2_sources
-    from ctxsent.tasks.as2_records import clean, first_questions
-    from ctxsent.training.as2_finetune import (
-        ARCH_DEFAULTS,
-        As2RankerSpec,
-        As2TrainConfig,
-        finetune_as2,
-    )
-    from ctxsent.training.runs import check_run_folder
+    from ctxsent.training.as2_finetune import As2Data, run_as2
 
     if cascade:
         if arch not in (None, "cascade"):
             raise InputError("--cascade (now --arch cascade) contradicts --arch", field="arch")
         warnings.warn("--cascade is replaced by --arch cascade", FutureWarning, stacklevel=1)
         arch = "cascade"
-    exit_layers = _exit_layers(exits) if exits else ()
-    spec = As2RankerSpec(init, contextual, max_length, arch, exit_layers, layers, fresh_head)
+    sources = As2Data(
+        data or (), train_file, dev_file, test_file, columns, mine_negatives, negatives,
+        dev_data, train_split, dev_split, train_clean, dev_clean, dev_questions,
+    )  # fmt: skip
+    model = dict(
+        arch=arch, contextual=contextual, max_length=max_length, layers=layers,
+        exits=_exit_layers(exits) if exits else None, fresh_head=fresh_head or None,
+    )  # fmt: skip
     settings = dict(
-        learning_rate=lr,
-        head_lr_scale=head_lr_scale,
-        batch_size=batch_size,
-        epochs=epochs,
-        max_steps=max_steps,
-        warmup_ratio=warmup_ratio,
-        eval_every=eval_every,
-        patience=patience,
-        max_negatives_per_question=max_negatives,
-        loss=loss,
-        questions_per_batch=questions_per_batch,
-        in_batch_negatives=in_batch_negatives,
-        hard_negatives=hard_negatives,
-        precision=precision,
-        accelerator=accelerator,
-        devices=devices,
-        strategy=strategy,
-        num_nodes=num_nodes,
-        accumulate=accumulate or 1,
-        seed=seed,
-    )
-    if temperature is not None:
-        settings["temperature"] = temperature
-    if spec.kind != "bi-encoder" and (temperature is not None or in_batch_negatives):
-        option = "--temperature" if temperature is not None else "--in-batch-negatives"
-        raise InputError(f"{option} applies to --arch bi-encoder only", field="arch")
-    # the architecture's defaults (ARCH_DEFAULTS) for what the command line leaves out
-    # (typer ships its own click: a parameter's source is compared by name)
-    sources = {name: ctx.get_parameter_source(name) for name in ctx.params}
-    given = {name for name, source in sources.items() if source.name == "COMMANDLINE"}
-    option_names = {"learning_rate": "lr", "max_negatives_per_question": "max_negatives"}
-    for name, value in ARCH_DEFAULTS.get(spec.kind, {}).items():
-        if option_names.get(name, name) not in given:
-            settings[name] = value
-    if settings["loss"] != "listwise" or "batch_size" in given:  # batches sized in pairs
-        settings["questions_per_batch"] = questions_per_batch
-    config = As2TrainConfig(**settings)
-    own_files = bool(train_file or dev_file or test_file or mine_negatives)
-    if bool(data) == own_files or own_files and not (train_file and dev_file):
-        raise InputError(
-            "expected --data SPEC or --train FILE --dev FILE [--test FILE] [--mine-negatives], "
-            "one of the two",
-            field="data",
-        )
-    check_run_folder(out, overwrite)  # before the data loads
-    check_output(out / "model", spec.kind, overwrite)
-    column_names = parse_columns(columns) if columns else None
-    if not data:
-        mine = candidate_scores(mine_negatives) if mine_negatives else None
-        train, dev, test = read_fine_tuning_files(
-            train_file, dev_file, test_file, column_names, mine, negatives, seed
-        )
-    else:
-        train = load_as2_sources(data, train_split, column_names)
-        dev = load_as2_sources([dev_data] if dev_data else data, dev_split, column_names)
-        test = []
-    train = clean(train) if train_clean else train
-    dev = clean(dev) if dev_clean else dev
-    if dev_questions is not None:
-        dev = first_questions(dev, dev_questions)
-    best = finetune_as2(spec, train, dev, out, config, overwrite)
-    if test:
-        ranker = load_ranker(str(out / "model"))
-        best["test"] = score_as2(ranker, clean(test), batch_size=config.eval_batch_size)
-    sources = {"train": data or train_file, "dev": dev_data or data or dev_file, "test": test_file}
-    update_model_card(out / "model", best.get("test"), sources)
-    typer.echo(json.dumps({"model": str(out / "model"), **best}, indent=2))
+        learning_rate=lr, head_lr_scale=head_lr_scale, batch_size=batch_size, epochs=epochs,
+        max_steps=max_steps, warmup_ratio=warmup_ratio, eval_every=eval_every,
+        patience=patience, max_negatives_per_question=max_negatives, loss=loss,
+        questions_per_batch=questions_per_batch, temperature=temperature,
+        in_batch_negatives=in_batch_negatives or None, hard_negatives=hard_negatives or None,
+        precision=precision, accelerator=accelerator, devices=devices, strategy=strategy,
+        num_nodes=num_nodes, accumulate=accumulate, seed=seed,
+        keep_checkpoints=keep_checkpoints or None,
+    )  # fmt: skip
+    given = [{k: v for k, v in d.items() if v is not None} for d in (model, settings)]
+    report(run_as2(out, sources, preset, init, *given, overwrite=overwrite), out)
 
 
 def _exit_layers(text: str) -> tuple[int, ...]:
@@ -323,24 +273,24 @@ def cross_thought(
     backbone: Annotated[str, typer.Option(help="with --init backbone: the encoder")] = (
         "all-MiniLM-L6-v2"
     ),
+    precision: PrecisionOption = "auto",
+    accelerator: AcceleratorOption = "auto",
+    devices: DevicesOption = "auto",
+    strategy: StrategyOption = "auto",
+    num_nodes: NumNodesOption = 1,
+    keep_checkpoints: KeepCheckpointsOption = False,
     overwrite: OverwriteOption = False,
 ) -> None:
-    """Fine-tune a pre-trained Cross-Thought: answer selection (Eq. 10) or pairs (Eq. 11)."""
-    from ctxsent.training.cross_thought_train import (
-        CrossThoughtFineTuneConfig,
-        finetune_cross_thought,
-    )
-    from ctxsent.training.runs import check_run_folder
+    """Fine-tune a pre-trained Cross-Thought: answer selection (Eq. 10) or pairs (Eq. 11);
+    resumable."""
+    from ctxsent.training.cross_thought_train import finetune_cross_thought
 
-    check_run_folder(out, overwrite)
-    as2 = task == "as2"
-    config = CrossThoughtFineTuneConfig(
-        learning_rate=lr or (5e-5 if as2 else 2e-5),
-        max_steps=max_steps,
-        batch_size=batch_size or (8 if as2 else 32),
-        negatives=negatives,
-        eval_every=eval_every,
-        seed=seed,
-    )
-    result = finetune_cross_thought(task, init, out, data, config, backbone, overwrite)
-    typer.echo(json.dumps(result, indent=2))
+    flags = dict(
+        learning_rate=lr, max_steps=max_steps, batch_size=batch_size, negatives=negatives,
+        eval_every=eval_every, seed=seed, precision=precision, accelerator=accelerator,
+        devices=devices, strategy=strategy, num_nodes=num_nodes,
+        keep_checkpoints=keep_checkpoints or None,
+    )  # fmt: skip
+    preset = "cross-thought-as2" if task == "as2" else "cross-thought-pairs"
+    config = configured(preset, "cross-thought-finetune", flags, None)
+    report(finetune_cross_thought(task, init, out, data, config, backbone, overwrite), out)

@@ -41,6 +41,13 @@ CROSS_THOUGHT_PRESETS = (
     "a cross-thought preset, e.g. cross-thought-1-64 (paper scale) or cross-thought-1-64-cpu "
     "(minutes on CPU); list them with 'ctxsent presets --family cross-thought'"
 )
+KeepCheckpointsOption = Annotated[
+    bool,
+    typer.Option(
+        help="keep OUT/checkpoints when the run finishes (to go on with more steps later); "
+        "by default a finished run keeps none, an interrupted one its newest"
+    ),
+]
 SetOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -49,6 +56,11 @@ SetOption = Annotated[
         "for no value); the keys are the fields of the preset's config",
     ),
 ]
+
+
+def report(record: dict, out: Path) -> None:
+    """Print a finished run's record (``OUT/run.json``) and where its model is."""
+    typer.echo(json.dumps({"model": str(out / "model"), **record}, indent=2))
 
 
 def configured(name: str, family: str, flags: dict, assignments: list[str] | None):
@@ -65,7 +77,7 @@ def cross_thought(
     data: Annotated[
         Path, typer.Option(help="a data folder from 'ctxsent pretrain-data cross-thought'")
     ],
-    out: Annotated[Path, typer.Option(help="run folder (OUT/model, OUT/summary.json); resumable")],
+    out: Annotated[Path, typer.Option(help="run folder (OUT/model, OUT/run.json); resumable")],
     max_minutes: Annotated[
         float | None,
         typer.Option(
@@ -96,37 +108,21 @@ def cross_thought(
     eval_every: EvalEveryOption = None,
     patience: PatienceOption = None,
     set_: SetOption = None,
+    keep_checkpoints: KeepCheckpointsOption = False,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train a Cross-Thought encoder (or an MLM baseline) on a data folder."""
-    from ctxsent.training.cross_thought_train import (
-        CrossThoughtPretrainConfig,
-        pretrain_cross_thought,
-    )
-    from ctxsent.training.runs import check_run_folder
+    from ctxsent.training.cross_thought_train import pretrain_cross_thought
 
-    check_run_folder(out, overwrite)
-    config = CrossThoughtPretrainConfig(
-        preset=preset,
-        backbone=backbone,
-        from_backbone=None if init is None else init == "backbone",
-        max_steps=max_steps,
-        max_minutes=max_minutes,
-        precision=precision,
-        accelerator=accelerator,
-        devices=devices,
-        strategy=strategy,
-        num_nodes=num_nodes,
-        seed=seed,
-        accumulate=accumulate or 1,
-        eval=eval_,
-        eval_every=eval_every,
-        patience=patience,
-        overrides=set_ or None,
-    )
-    config.resolved_preset()  # unknown preset or setting: fail before reading the data
-    summary = pretrain_cross_thought(data, out, config, overwrite)
-    typer.echo(json.dumps(summary, indent=2))
+    flags = dict(
+        backbone=backbone, from_backbone=None if init is None else init == "backbone",
+        max_steps=max_steps, max_minutes=max_minutes, precision=precision,
+        accelerator=accelerator, devices=devices, strategy=strategy, num_nodes=num_nodes,
+        seed=seed, accumulate=accumulate, eval=eval_, eval_every=eval_every, patience=patience,
+        keep_checkpoints=keep_checkpoints or None,
+    )  # fmt: skip
+    config = configured(preset, "cross-thought", flags, set_)  # before the data is read
+    report(pretrain_cross_thought(data, out, config, overwrite), out)
 
 
 @app.command("encoder")
@@ -156,11 +152,11 @@ def encoder(
     list_presets: bool = typer.Option(
         False, "--list", help="Print the encoder presets (as 'ctxsent presets') and exit."
     ),
+    keep_checkpoints: KeepCheckpointsOption = False,
     overwrite: OverwriteOption = False,
 ) -> None:
-    """Pre-train an RNN-CNN or Mean-Max AAE sentence encoder; saves OUT/encoder."""
-    from ctxsent.training.encoder_pretrain import pretrain_encoder as run
-    from ctxsent.training.runs import check_run_folder
+    """Pre-train an RNN-CNN or Mean-Max AAE sentence encoder; saves OUT/model."""
+    from ctxsent.training.encoder_pretrain import pretrain_encoder
 
     if list_presets:
         for item in presets("encoder"):
@@ -173,20 +169,13 @@ def encoder(
         raise InputError("name a preset (see --list)", field="preset")
     if data is None or out is None:
         raise InputError("--data and --out are required", field="data" if data is None else "out")
-    flags = {
-        "word_vectors": word_vectors,
-        "max_minutes": max_minutes,
-        "max_steps": max_steps,
-        "accumulate": accumulate,
-        "eval": eval_,
-        "eval_every": eval_every,
-        "patience": patience,
-    }
+    flags = dict(
+        word_vectors=word_vectors, max_minutes=max_minutes, max_steps=max_steps,
+        accumulate=accumulate, eval=eval_, eval_every=eval_every, patience=patience,
+        keep_checkpoints=keep_checkpoints or None,
+    )  # fmt: skip
     config = configured(name, "encoder", flags, set_)
-    check_run_folder(out, overwrite)
-    summary = run(data, out, config, overwrite)
-    typer.echo(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=2))
-    typer.echo(f"encoder saved to {out / 'encoder'}")
+    report(pretrain_encoder(data, out, config, overwrite), out)
 
 
 @app.command("ssp")
@@ -254,34 +243,19 @@ def ssp(
     eval_every: EvalEveryOption = None,
     patience: PatienceOption = None,
     set_: SetOption = None,
+    keep_checkpoints: KeepCheckpointsOption = False,
     overwrite: OverwriteOption = False,
 ) -> None:
     """MLM + SSP (or ELECTRA: MLM + RTD + SSP) pre-training; resumable; fine-tune OUT/model."""
-    from ctxsent.training.runs import check_run_folder
-    from ctxsent.training.ssp_pretrain import pretrain_ssp as run
+    from ctxsent.training.ssp_pretrain import pretrain_ssp
 
-    check_run_folder(out, overwrite)
     flags = dict(
-        backbone=backbone,
-        max_steps=max_steps,
-        batch_size=batch_size,
-        learning_rate=lr,
-        head_lr_scale=head_lr_scale,
-        warmup_steps=warmup_steps,
-        ssp_weight=ssp_weight,
-        readout=readout,
-        checkpoint_every=checkpoint_every,
-        precision=precision,
-        accelerator=accelerator,
-        devices=devices,
-        strategy=strategy,
-        num_nodes=num_nodes,
-        seed=seed,
-        accumulate=accumulate,
-        eval=eval_,
-        eval_every=eval_every,
-        patience=patience,
-    )
+        backbone=backbone, max_steps=max_steps, batch_size=batch_size, learning_rate=lr,
+        head_lr_scale=head_lr_scale, warmup_steps=warmup_steps, ssp_weight=ssp_weight,
+        readout=readout, checkpoint_every=checkpoint_every, precision=precision,
+        accelerator=accelerator, devices=devices, strategy=strategy, num_nodes=num_nodes,
+        seed=seed, accumulate=accumulate, eval=eval_, eval_every=eval_every, patience=patience,
+        keep_checkpoints=keep_checkpoints or None,
+    )  # fmt: skip
     config = configured(preset, "ssp", flags, set_)
-    result = run(data, out, config, overwrite=overwrite)
-    typer.echo(json.dumps({k: result[k] for k in ("steps", "final")}, indent=2))
+    report(pretrain_ssp(data, out, config, overwrite=overwrite), out)

@@ -14,7 +14,6 @@ numbers as an :class:`~ctxsent.protocols.Evaluator` (primary: AUC).
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ from ctxsent.errors import InputError
 from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.ssp_data import example_lengths, load_ssp_dataset, ssp_batch
 from ctxsent.resolver import load
+from ctxsent.saving import read_run
 
 NO_HELDOUT = "no held-out examples: the run drew every example of its data"
 
@@ -112,19 +112,18 @@ class SspHeldoutEvaluator:
 
 
 def evaluate_run(run: str | Path, count: int = 1000, batch_size: int = 64) -> dict:
-    """Held-out SSP metrics of the finished run folder ``run`` (its ``pretrain.json``)."""
+    """Held-out SSP metrics of the finished run folder ``run`` (its ``run.json``)."""
     run = Path(run)
-    summary_file = run / "pretrain.json"
-    if not summary_file.is_file():
-        raise InputError("is not a finished SSP run (no pretrain.json)", path=run)
-    summary = json.loads(summary_file.read_text())
-    config = summary["config"]
-    dataset, _ = load_ssp_dataset(summary["data"])
+    stored = read_run(run) or {}
+    if stored.get("status") != "finished" or "heldout" not in stored.get("metrics", {}):
+        raise InputError("is not a finished SSP run (see its run.json)", path=run)
+    config, steps, data = stored["settings"]["config"], stored["progress"]["steps"], stored["data"]
+    dataset, _ = load_ssp_dataset(data["folder"])
     indices = unseen_indices(
-        example_lengths(dataset), config["batch_size"], config["seed"], summary["steps"], count,
+        example_lengths(dataset), config["batch_size"], config["seed"], steps, count,
         config.get("accumulate", 1),
     )  # fmt: skip
     ranker = load(run / "model")
-    return {"run": str(run), "steps": summary["steps"], "data": summary["data"]} | (
+    return {"run": str(run), "steps": steps, "data": data["folder"]} | (
         ssp_heldout_metrics(ranker, dataset, indices, batch_size)
     )

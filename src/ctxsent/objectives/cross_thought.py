@@ -1,5 +1,5 @@
 """Cross-Thought pre-training (Wang et al., 2020, sections 3.1, 3.2): data and loss; the presets
-(section 4.2) are in :mod:`ctxsent.objectives.cross_thought_presets`.
+(section 4.2) are in :mod:`ctxsent.training.cross_thought_presets`.
 
 * Data (section 3.1): running text is cut into short sequences of ``sequence_length`` (64)
   tokens **without shuffling**; a sample is ``M`` consecutive sequences (paper: 500), and
@@ -42,7 +42,6 @@ from ctxsent.models.cross_thought import (
     PairClassifier,
     selection_log_probs,
 )
-from ctxsent.objectives.cross_thought_presets import CrossThoughtPreset
 from ctxsent.objectives.global_batch import Share, randint, share_of
 from ctxsent.objectives.masking import (
     IGNORE,
@@ -156,7 +155,8 @@ class CrossThoughtCollator:
         return {**batch, "input_ids": masked, "position_offset": offsets, "labels": labels}
 
 
-def collator_for(model: CrossThoughtModel, preset: CrossThoughtPreset, seed: int = 0):
+def collator_for(model: CrossThoughtModel, preset, seed: int = 0):
+    """The collator of ``model`` for a run whose config (``preset``) has ``mask_probability``."""
     tokenizer = model.tokenizer
     return CrossThoughtCollator(
         mask_id=tokenizer.mask_token_id,
@@ -236,10 +236,20 @@ def answer_selection_loss(
     return -log_alpha[positives].mean()
 
 
+def _step_rng(rng: np.random.Generator, generator: torch.Generator | None) -> np.random.Generator:
+    """The step's draws: from the engine's generator of the step when it hands one (a
+    resumed run draws what an uninterrupted one would), else from ``rng``."""
+    if generator is None:
+        return rng
+    seed = torch.randint(2**62, (1,), generator=generator, device=generator.device)
+    return np.random.default_rng(int(seed))
+
+
 class AnswerSelectionObjective(nn.Module):
     """Eq. 10 fine-tuning (section 3.3): each step draws ``batch_size`` of the question
     ``groups`` (their records; each has a positive), each with its positives and up to
-    ``negatives`` sampled negatives, from one generator seeded by ``seed``, and averages
+    ``negatives`` sampled negatives, from the step's generator (else one seeded by
+    ``seed``), and averages
     :func:`answer_selection_loss` over them. Each distinct text is embedded once a step."""
 
     def __init__(
@@ -256,7 +266,7 @@ class AnswerSelectionObjective(nn.Module):
         self.rng = np.random.default_rng(seed)
 
     def forward(self, step, generator=None) -> dict[str, torch.Tensor]:
-        rng, groups = self.rng, self.groups
+        rng, groups = _step_rng(self.rng, generator), self.groups
         chosen = rng.choice(len(groups), min(self.batch_size, len(groups)), replace=False)
         questions, candidate_lists = [], []
         for index in chosen:
@@ -283,7 +293,7 @@ class AnswerSelectionObjective(nn.Module):
 
 class PairClassificationObjective(nn.Module):
     """Eq. 11 fine-tuning: cross-entropy of ``classifier`` on ``batch_size`` of the labelled
-    ``pairs`` a step, drawn from one generator seeded by ``seed``."""
+    ``pairs`` a step, drawn from the step's generator (else one seeded by ``seed``)."""
 
     def __init__(self, classifier: PairClassifier, pairs, batch_size: int, seed: int) -> None:
         super().__init__()
@@ -293,6 +303,8 @@ class PairClassificationObjective(nn.Module):
 
     def forward(self, step, generator=None) -> dict[str, torch.Tensor]:
         pairs = self.pairs
-        rows = self.rng.choice(len(pairs), min(self.batch_size, len(pairs)), replace=False)
+        rows = _step_rng(self.rng, generator).choice(
+            len(pairs), min(self.batch_size, len(pairs)), replace=False
+        )
         logits = self.classifier([pairs.first[i] for i in rows], [pairs.second[i] for i in rows])
         return {"loss": nn.functional.cross_entropy(logits, self.labels[rows])}

@@ -9,7 +9,7 @@ to zero), gradients clipped at 1.0, dev MAP measured every
 without improvement (the paper: 5). The best model so far is always saved as
 a ctxsent folder ``OUT/model``; ``OUT/checkpoints/last.ckpt`` lets an
 interrupted run resume where it stopped, and ``OUT/run.json`` holds the run's
-settings and says whether it finished (:mod:`ctxsent.training.runs`).
+settings, progress, best step and metrics (:class:`ctxsent.training.runs.TrainingRun`).
 
 TANDA (Garg et al. 2020; Cascade paper, section 5.2) is two calls: transfer on
 a large AS2 set, then adapt the saved model on the target set.
@@ -17,9 +17,8 @@ a large AS2 set, then adapt the saved model on the target set.
 A bi-encoder's logits are ``cos(q, a) / temperature`` (:func:`bi_encoder_loss`): pointwise,
 ``sigmoid`` of that is p(correct); listwise is Cross-Thought's Eq. 10 with cosine
 similarities, optionally with the batch's other questions' candidates as extra negatives.
-:data:`BI_ENCODER_RECIPE` holds the settings of the Eq. 10 run behind the most accurate
-WikiQA ranker trained on a CPU here (BENCHMARKS.md); ``ctxsent finetune as2 --arch
-bi-encoder`` uses them as its defaults.
+The recipes are presets (:mod:`~ctxsent.training.as2_presets`, ``ctxsent presets --family
+as2``); :func:`run_as2` is ``ctxsent finetune as2``: a preset, changes to it, data to load.
 
 A run is reproducible from ``seed`` (same weights for the same seed and thread
 count) when the ranker is given as an :class:`As2RankerSpec`: it is built after
@@ -30,10 +29,11 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import json
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import lightning as L
 import numpy as np
@@ -42,123 +42,24 @@ from lightning.pytorch.callbacks import Callback
 from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError, check_choice, check_range
-from ctxsent.evaluation.as2_evaluation import As2Evaluator
-from ctxsent.io import check_output
+from ctxsent.evaluation.as2_evaluation import As2Evaluator, score_as2
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.bi_encoder import NOT_CONTEXTUAL, BiEncoderRanker
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.models.registry import load_model_folder
 from ctxsent.models.transformer_ranker import TransformerRanker
 from ctxsent.objectives.as2 import As2Objective
-from ctxsent.tasks.as2_records import As2Record, group_by_question
-from ctxsent.training.engine import Evaluation, OptimizerSettings, keep_best, train_objective
-from ctxsent.training.runs import check_run_folder, finish_run, records_digest, run_folder
+from ctxsent.saving import UnfinishedRunWarning
+from ctxsent.tasks.as2_records import As2Record, clean, first_questions, group_by_question
+from ctxsent.training.as2_presets import DEFAULT_AS2_PRESET, As2TrainConfig
+from ctxsent.training.engine import Evaluation, OptimizerSettings, train_objective
+from ctxsent.training.runs import TrainingRun, records_digest
 from ctxsent.training.sampling import LengthGroupedBatches, QuestionBatches
-from ctxsent.training.settings import (
-    ARCHS,
-    LOSSES,
-    MIN_INPUT_LENGTH,
-    RunSettings,
-    warn_uneven_accumulation,
-)
+from ctxsent.training.settings import ARCHS, MIN_INPUT_LENGTH, warn_uneven_accumulation
 
-#: What a fine-tuning run writes to ``OUT`` that an ``overwrite`` run starts without.
-RUN_STATE = ("checkpoints", "model", "best.json")
-#: Settings a resumed run may change: more epochs or steps go on from the checkpoint.
-RUN_LIMITS = ("train.epochs", "train.max_steps", "train.patience")
 #: The rankers :func:`finetune_as2` trains.
 TrainableRanker = TransformerRanker | BiEncoderRanker
-
-
-@dataclass
-class As2TrainConfig(RunSettings):
-    learning_rate: float = 2e-5
-    batch_size: int = 32
-    epochs: int = 3
-    max_steps: int | None = None
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    eval_every: int = 200
-    patience: int = 5
-    eval_batch_size: int = 128
-    #: Learning-rate multiplier for the freshly initialised scoring heads
-    #: (``ranker.head_parameter_names``): the cascade's 3-layer exit classifiers
-    #: each get only 1/E of the updates (Cascade 4.3.1), which at CPU budgets
-    #: leaves them far behind a monolithic model's head. The paper is silent on
-    #: head learning rates; 1.0 trains everything alike.
-    head_lr_scale: float = 1.0
-    max_negatives_per_question: int | None = None
-    #: "pointwise" (binary cross-entropy per candidate, the papers' recipe) or "listwise"
-    #: (:func:`listwise_loss`; batches of whole questions, about ``batch_size`` pairs each).
-    loss: str = "pointwise"
-    #: Listwise: questions per batch (each with all its kept candidates); None: as many as
-    #: make about ``batch_size`` pairs.
-    questions_per_batch: int | None = None
-    #: Bi-encoders only: logits are ``cosine / temperature`` (a cosine lies in [-1, 1], too
-    #: flat for a softmax or a sigmoid). 0.05 is the Eq. 10 recipe's
-    #: (:data:`~ctxsent.models.cross_thought.COSINE_TEMPERATURE`) and SimCSE's; cross-encoder
-    #: logits are unbounded already and are used as they are.
-    temperature: float = 0.05
-    #: Listwise bi-encoders only: each question's softmax also covers the candidates of the
-    #: other questions in its batch (on its own process under DDP), as extra negatives.
-    in_batch_negatives: bool = False
-    #: Bi-encoders with ``max_negatives_per_question``: keep each question's negatives that
-    #: the model scores highest before training (its zero-shot start), not random ones.
-    hard_negatives: bool = False
-    seed: int = 42
-
-    def __post_init__(self) -> None:
-        check_range(self, "learning_rate head_lr_scale temperature", 0, above=True)
-        check_range(self, "batch_size epochs max_steps eval_every patience eval_batch_size", 1)
-        check_range(self, "max_negatives_per_question questions_per_batch", 1)
-        check_range(self, "warmup_ratio", 0, 1)
-        check_range(self, "weight_decay max_grad_norm seed", 0)
-        check_choice(self, "loss", LOSSES)
-        super().__post_init__()
-        if self.questions_per_batch is not None and self.loss != "listwise":
-            raise InputError("applies to the listwise loss only", field="questions_per_batch")
-        if self.hard_negatives and self.max_negatives_per_question is None:
-            raise InputError(
-                "hard negatives are the top max_negatives_per_question of each question",
-                field="hard_negatives",
-            )
-        if self.in_batch_negatives and self.loss != "listwise":
-            raise InputError(
-                "in-batch negatives extend the listwise loss: use loss 'listwise'",
-                field="in_batch_negatives",
-            )
-
-
-#: Cross-Thought's Eq. 10 fine-tune of MiniLM (``finetune_answer_selection``; BENCHMARKS.md,
-#: "The best CPU-trained model"), as :class:`As2TrainConfig` settings for a bi-encoder: 8
-#: questions per step, each with its positives and up to 15 negatives, a softmax over its
-#: candidates' ``cosine / 0.05``; AdamW lr 5e-5 without weight decay, 10% warm-up then linear
-#: decay, clipping 1.0; a 300-step schedule (``epochs`` only bounds it), dev MAP every 20
-#: steps, stopping after 2 evaluations without a better one: dev peaked at step 100 of 300
-#: for every seed (BENCHMARKS.md), so a run usually stops near step 140 with the model the
-#: 300-step run would have kept.
-#: Differences from that loop: the negatives are sampled once per run, not per step (WikiQA:
-#: only questions with over 15 negatives differ); a question with several positives
-#: maximises their summed probability rather than averaging ``-log p`` over them; the
-#: embedding is MiniLM's mean pooling, not the ``[CLS]`` state (a special token without
-#: ``[SEP]``); dev MAP is not measured at step 0; texts are cut at 256 tokens, not 565.
-BI_ENCODER_RECIPE: dict[str, object] = {
-    "loss": "listwise",
-    "learning_rate": 5e-5,
-    "questions_per_batch": 8,
-    "max_negatives_per_question": 15,
-    "max_steps": 300,
-    "epochs": 1000,
-    "eval_every": 20,
-    "patience": 2,
-    "warmup_ratio": 0.1,
-    "weight_decay": 0.0,
-    "max_grad_norm": 1.0,
-    "temperature": 0.05,
-}
-#: :class:`As2TrainConfig` settings each architecture's command-line defaults change.
-ARCH_DEFAULTS: dict[str, dict[str, object]] = {"bi-encoder": BI_ENCODER_RECIPE}
 
 
 @dataclass
@@ -415,23 +316,29 @@ def finetune_as2(
     out_dir: str | Path,
     config: As2TrainConfig | None = None,
     overwrite: bool = False,
+    test: Sequence[As2Record] = (),
 ) -> dict:
-    """Train ``ranker`` on ``train``, choose on ``dev`` MAP, save the best to ``OUT/model``.
+    """Train ``ranker`` on ``train``, choose on ``dev`` MAP, save the best to ``OUT/model``
+    and score it on the clean ``test`` records when given.
 
-    An existing ``OUT/model`` is replaced if it holds a model of the same kind (a re-run)
-    or ``overwrite`` is given, else refused before training (:func:`~ctxsent.io.check_output`).
-    A rerun resumes only with the same settings and data (:mod:`~ctxsent.training.runs`);
-    ``overwrite`` starts it again instead, removing :data:`RUN_STATE` first.
+    ``OUT`` is a run folder (:class:`~ctxsent.training.runs.TrainingRun`): an existing
+    ``OUT/model`` is replaced if it holds a model of the same kind (a re-run) or
+    ``overwrite`` is given, else refused before training; a rerun resumes only with the
+    same settings and data; ``overwrite`` starts it again instead.
 
     An :class:`As2RankerSpec` is built after seeding with ``config.seed``, so the run is
     reproducible from the seed; a ranker built beforehand keeps the initialisation the
     global RNG gave it then. Resumes from ``OUT/checkpoints/last.ckpt`` when it exists.
-    Returns the best dev metrics and the step they were reached at.
+    Returns the run's record (``OUT/run.json``): its ``best`` holds the best dev metrics and
+    the step they were reached at, its ``metrics`` the test metrics.
     """
     config = config or As2TrainConfig()
-    out_dir = Path(out_dir)
-    check_run_folder(out_dir, overwrite)
-    check_output(out_dir / "model", ranker.kind, overwrite)
+    if isinstance(ranker, As2RankerSpec):
+        model = asdict(ranker)
+    else:
+        model = {"kind": ranker.kind, **asdict(ranker.config)}
+    data = {"train": records_digest(train), "dev": records_digest(dev)}
+    run = TrainingRun(out_dir, config, ranker.kind, model=model, data=data, overwrite=overwrite)
     if config.hard_negatives and ranker.kind != BiEncoderRanker.kind:
         raise InputError(
             f"hard negatives are mined by the model's zero-shot start, which only a "
@@ -444,21 +351,20 @@ def finetune_as2(
             f"candidate; this is a {ranker.kind}",
             field="in_batch_negatives",
         )
-    settings = _run_settings(ranker, train, dev, config)
-    L.seed_everything(config.seed, verbose=False)
-    if isinstance(ranker, As2RankerSpec):
-        ranker = ranker.build()  # a bad spec (a max_length beyond the backbone) stops here
-    with run_folder(out_dir, settings, state=RUN_STATE, may_change=RUN_LIMITS, overwrite=overwrite):
-        out_dir.mkdir(parents=True, exist_ok=True)
+    build = ranker.build if isinstance(ranker, As2RankerSpec) else lambda: ranker
+    with run.started(build) as ranker:  # a bad spec (a max_length too long) stops here
         mined = ranker.predict(train) if config.hard_negatives else None
         train = sample_negatives(train, config.max_negatives_per_question, config.seed, mined)
         train_batches, train_questions = _train_batches(train, config)
         steps_per_epoch = -(-len(train_batches) // config.accumulate)
 
+        def save() -> None:
+            ranker.save_pretrained(run.model_dir)
+
         trained = train_objective(
             As2Objective(ranker, config, train_questions),
             _loader(ranker, train, train_batches),
-            out_dir,
+            run.out,
             config,
             optimizer_settings(ranker, config),
             seed=config.seed,
@@ -470,41 +376,138 @@ def finetune_as2(
                 ranker,
                 every=min(config.eval_every, steps_per_epoch * config.epochs),
                 patience=config.patience,
-                on_best=keep_best(
-                    out_dir,
-                    lambda: ranker.save_pretrained(out_dir / "model"),
-                    {"train": asdict(config)},
-                ),
+                on_best=run.keep_best(save),
             ),
             callbacks=[ReleaseFreeHeap()],
             seeded_steps=False,
             strategy=_strategy(config, ranker),
         )
-        trained.trainer.strategy.barrier()  # rank 0 writes best.json
-        best = json.loads((out_dir / "best.json").read_text())
-        best.update(steps=trained.steps, stopped=trained.stopped)  # the kept step is best["step"]
-        if trained.is_global_zero:
-            data = {name: _data_size(records) for name, records in (("train", train), ("dev", dev))}
-            finish_run(out_dir, {**best, "data": data})
-        return best
+        sizes = {name: _data_size(records) for name, records in (("train", train), ("dev", dev))}
+        metrics = {}
+        if test and trained.is_global_zero:
+            with warnings.catch_warnings():  # the run's own model, before it finishes
+                warnings.simplefilter("ignore", UnfinishedRunWarning)
+                best = load_model_folder(run.model_dir)
+            metrics["test"] = score_as2(best, clean(test), config.eval_batch_size)
+        return run.finish(trained, metrics, data=sizes)
+
+
+@dataclass
+class As2Data:
+    """Where a fine-tuning run's records come from (``ctxsent finetune as2``'s data options):
+    named sets (``sources``, each ``NAME:PATH``; several are mixed, :func:`load_as2_sources`)
+    or the user's files (``train_file``, ``dev_file``, optional ``test_file``, with
+    ``columns`` and ``mine_negatives``, :func:`read_fine_tuning_files`), one of the two.
+    Questions without both labels are dropped (``train_clean``, ``dev_clean``); a large dev
+    set may be cut to its first ``dev_questions``."""
+
+    sources: Sequence[str] = ()
+    train_file: str | None = None
+    dev_file: str | None = None
+    test_file: str | None = None
+    columns: str | None = None
+    mine_negatives: str | None = None
+    negatives: int = 5
+    dev_data: str | None = None
+    train_split: str = "train"
+    dev_split: str = "dev"
+    train_clean: bool = True
+    dev_clean: bool = True
+    dev_questions: int | None = None
+
+    def __post_init__(self) -> None:
+        own = bool(self.train_file or self.dev_file or self.test_file or self.mine_negatives)
+        if bool(self.sources) == own or own and not (self.train_file and self.dev_file):
+            raise InputError(
+                "expected --data SPEC or --train FILE --dev FILE [--test FILE] "
+                "[--mine-negatives], one of the two",
+                field="data",
+            )
+
+    def load(self, seed: int) -> tuple[list[As2Record], list[As2Record], list[As2Record]]:
+        """The train, dev and test records (``seed``: the mined negatives' sampling)."""
+        from ctxsent.resolver import candidate_scores
+        from ctxsent.tasks.as2_files import parse_columns, read_fine_tuning_files
+        from ctxsent.tasks.as2_load import load_as2_sources
+
+        columns = parse_columns(self.columns) if self.columns else None
+        if self.sources:
+            train = load_as2_sources(self.sources, self.train_split, columns)
+            dev_sources = [self.dev_data] if self.dev_data else self.sources
+            dev, test = load_as2_sources(dev_sources, self.dev_split, columns), []
+        else:
+            mine = candidate_scores(self.mine_negatives) if self.mine_negatives else None
+            train, dev, test = read_fine_tuning_files(
+                self.train_file, self.dev_file, self.test_file, columns, mine, self.negatives,
+                seed,
+            )  # fmt: skip
+        train = clean(train) if self.train_clean else train
+        dev = clean(dev) if self.dev_clean else dev
+        if self.dev_questions is not None:
+            dev = first_questions(dev, self.dev_questions)
+        return train, dev, test
+
+    @property
+    def names(self) -> dict:
+        """Split -> where its records come from (the model card's datasets)."""
+        sources = list(self.sources) or None
+        return {
+            "train": sources or self.train_file,
+            "dev": [self.dev_data] if self.dev_data else sources or self.dev_file,
+            "test": self.test_file,
+        }
+
+
+def as2_recipe(
+    preset: str | None = None,
+    init: str = DEFAULT_BACKBONE,
+    model: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> tuple[As2RankerSpec, As2TrainConfig]:
+    """The ranker and the config of a run: the AS2 preset ``preset`` (default: ``as2-ARCH``
+    for the ``arch`` in ``model`` or the kind of a saved ``init`` model, else
+    :data:`~ctxsent.training.as2_presets.DEFAULT_AS2_PRESET`), then ``model``
+    (:class:`As2RankerSpec` fields) and ``settings`` (:class:`As2TrainConfig` fields,
+    :meth:`~ctxsent.training.as2_presets.As2TrainConfig.with_changes`) over it."""
+    from ctxsent.presets import get_preset
+    from ctxsent.saving import is_model_folder, read_manifest
+
+    model, settings = dict(model or {}), dict(settings or {})
+    saved = read_manifest(init)["kind"] if is_model_folder(init) else None
+    arch = model.get("arch") or saved
+    chosen = get_preset(preset or (f"as2-{arch}" if arch else DEFAULT_AS2_PRESET), "as2")
+    preset_model = {k: v for k, v in chosen.model.items() if not (saved and k == "arch")}
+    spec = As2RankerSpec(init, **{**preset_model, **model})
+    if spec.kind != BiEncoderRanker.kind:
+        for name in ("temperature", "in_batch_negatives"):
+            if settings.get(name) not in (None, False):
+                option = "--" + name.replace("_", "-")
+                raise InputError(f"{option} applies to --arch bi-encoder only", field="arch")
+    return spec, chosen.config.with_changes(**settings)
+
+
+def run_as2(
+    out: str | Path,
+    data: As2Data,
+    preset: str | None = None,
+    init: str = DEFAULT_BACKBONE,
+    model: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+) -> dict:
+    """``ctxsent finetune as2``: the run :func:`as2_recipe` makes, on ``data`` (loaded once
+    ``OUT`` is checked), by :func:`finetune_as2`; returns the run's record."""
+    from ctxsent.model_card import update_model_card
+
+    spec, config = as2_recipe(preset, init, model, settings)
+    TrainingRun.check(out, spec.kind, overwrite)  # before the data loads
+    train, dev, test = data.load(config.seed)
+    record = finetune_as2(spec, train, dev, out, config, overwrite, test)
+    update_model_card(Path(out) / "model", None, data.names)
+    return record
 
 
 def _data_size(records: Sequence[As2Record]) -> str:
     questions = len(group_by_question(records))
     positives = sum(1 for r in records if r.label)
     return f"{questions} questions, {len(records)} pairs, {positives} correct"
-
-
-def _run_settings(
-    ranker: TrainableRanker | As2RankerSpec,
-    train: Sequence[As2Record],
-    dev: Sequence[As2Record],
-    config: As2TrainConfig,
-) -> dict:
-    """What a resumed run must share with the run it resumes (:mod:`ctxsent.training.runs`)."""
-    if isinstance(ranker, As2RankerSpec):
-        model = asdict(ranker)
-    else:
-        model = {"kind": ranker.kind, **asdict(ranker.config)}
-    data = {"train": records_digest(train), "dev": records_digest(dev)}
-    return {"train": asdict(config), "model": model, "data": data}

@@ -26,6 +26,7 @@ corpus sentences, and a 10-minute budget instead of one epoch (``--max-minutes``
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from ctxsent.errors import check_range
 from ctxsent.presets import Preset, register
@@ -69,6 +70,7 @@ class EncoderPretrainConfig(PretrainSettings):
     input_mode: str = "teacher-forcing"
     target: str = "window"
     target_length: int = 30
+    limits: ClassVar[tuple[str, ...]] = ("max_steps", "max_minutes")
 
     def __post_init__(self) -> None:
         check_range(self, "vocab_size embedding_dim max_length max_sentences batch_size", 1)

@@ -11,33 +11,30 @@ sampled decoder inputs are seeded by the step, so a run resumed from its checkpo
 exactly as an uninterrupted one would. The run is ``max_steps`` steps, else ``epochs``
 passes over the examples.
 
-``OUT`` after a run: ``run.json`` (the config, the data folder's identity and whether the
-run finished, :mod:`~ctxsent.training.runs`), ``checkpoints/last.ckpt`` (encoder + decoder
-+ optimiser; a rerun with the same ``OUT``, config and data resumes from it,
-``max_minutes`` / ``max_steps`` may change and count the whole run), ``logs/`` (CSV
-losses), ``encoder/`` (the ctxsent model folder: encoder only, vocabulary expanded, no
-decoder) and ``train.json`` (steps, loss, speed).
+``OUT`` after a run (:class:`~ctxsent.training.runs.TrainingRun`): ``run.json`` (the config,
+the data folder's identity, progress, best evaluation and metrics), ``model/`` (the ctxsent
+model folder: encoder only, vocabulary expanded, no decoder), ``logs/`` (CSV losses) and,
+while it runs or with ``keep_checkpoints``, ``checkpoints/last.ckpt`` (encoder + decoder +
+optimiser; a rerun with the same ``OUT``, config and data resumes from it, ``max_minutes`` /
+``max_steps`` may change and count the whole run).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
-import lightning as L
 import torch
 from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError
 from ctxsent.evaluation.specs import evaluator_from_spec
-from ctxsent.io import atomic_write, check_output
 from ctxsent.models.bag_of_words import WordVectors
 from ctxsent.models.mean_max_aae import MeanMaxAaeConfig, MeanMaxAaeEncoder
 from ctxsent.models.rnn_cnn import DecoderConfig, RnnCnnConfig, RnnCnnEncoder
 from ctxsent.models.word_embeddings import expand_embeddings, pretrained_embeddings
 from ctxsent.models.word_level_encoder import WordLevelEncoder
+from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.next_window import (
     NextWindowDataset,
     NextWindowObjective,
@@ -58,11 +55,8 @@ from ctxsent.objectives.reconstruct import (
 from ctxsent.text.vocabulary import Vocabulary
 from ctxsent.training.encoder_presets import GLOVE_PACKAGE, EncoderPretrainConfig
 from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation, train_objective
-from ctxsent.training.runs import check_run_folder, finish_run, run_folder
-from ctxsent.training.sampling import StreamBatches
+from ctxsent.training.runs import TrainingRun
 from ctxsent.training.settings import warn_uneven_accumulation
-
-LIMITS = ("max_steps", "max_minutes")  # may change when a run is resumed
 
 
 def load_word_vectors(config: EncoderPretrainConfig) -> WordVectors | None:
@@ -162,25 +156,22 @@ def encoder_class(config: EncoderPretrainConfig) -> type[WordLevelEncoder]:
 def pretrain_encoder(
     data: str | Path, out_dir: str | Path, config: EncoderPretrainConfig, overwrite: bool = False
 ) -> dict:
-    """Train per ``config`` on the data folder ``data``; write ``OUT`` (module docstring).
+    """Train per ``config`` on the data folder ``data``; write ``OUT`` (module docstring) and
+    return the run's record.
 
     ``data`` must have been built with the run's ``vocab_size`` and ``max_sentences``.
     ``overwrite`` starts again a run that ``OUT`` holds with other settings.
     """
-    data, out = Path(data), Path(out_dir)
-    check_run_folder(out, overwrite)
+    data = Path(data)
+    run = TrainingRun(out_dir, config, encoder_class(config).kind, overwrite=overwrite)
     rows, data_summary = load_pretrain_data(data, "encoder")
     check_encoder_data(data_summary, data, config.vocab_size, config.max_sentences)
-    check_output(out / "encoder", encoder_class(config).kind, overwrite)
+    run.settings["data"] = data_identity(data_summary)
     evaluator = config.eval and evaluator_from_spec(config.eval, ("senteval", "squad")) or None
-    settings = {**asdict(config), "data": data_identity(data_summary)}
-    state = ("checkpoints", "encoder", "best.json")
-    with run_folder(out, settings, state=state, may_change=LIMITS, overwrite=overwrite):
-        L.seed_everything(config.seed, verbose=False)
-        vectors = load_word_vectors(config)
-        vocabulary = Vocabulary.load(data / VOCABULARY_FILE)
+    vectors = load_word_vectors(config)
+    vocabulary = Vocabulary.load(data / VOCABULARY_FILE)
+    with run.started(lambda: build_objective(config, vocabulary, vectors)) as objective:
         corpus = ArrowSentences(rows)
-        objective = build_objective(config, vocabulary, vectors)
         if config.model == "rnn-cnn":
             dataset = NextWindowDataset(
                 corpus, config.target, config.target_length, config.max_length
@@ -205,13 +196,14 @@ def pretrain_encoder(
         )
 
         def save() -> int:
-            return export_encoder(objective.encoder, vectors, config, out / "encoder")
+            return export_encoder(objective.encoder, vectors, config, run.model_dir)
 
-        evaluation = pretraining_evaluation(config, evaluator, objective.encoder, out, save)
+        on_best = run.keep_best(save)
+        evaluation = pretraining_evaluation(config, evaluator, objective.encoder, on_best)
         trained = train_objective(
             objective,
             DataLoader(dataset, batch_sampler=batches, collate_fn=collate),
-            out,
+            run.out,
             config,
             OptimizerSettings(config.learning_rate, schedule="constant"),  # Adam
             seed=config.seed,
@@ -222,25 +214,12 @@ def pretrain_encoder(
             evaluation=evaluation,
         )
         saved_words = None
-        if trained.is_global_zero and evaluation is None:  # else OUT/encoder is the best's
+        if trained.is_global_zero and evaluation is None:  # else OUT/model is the best's
             saved_words = save()
-        steps = trained.steps
-        summary = {
-            "steps": steps,
+        described = {
+            "folder": str(data),
             "examples": len(dataset),
-            "sentences_seen": steps * config.batch_size,
-            "train_loss": trained.metrics.get("train_loss"),
-            "fit_seconds": round(trained.seconds, 1),
-            "resumed": trained.resumed,
             "vocabulary": len(vocabulary),
             "saved_vocabulary": saved_words,
-            "best": trained.best or None,
-            "encoder_dim": objective.encoder.dim,
-            "config": json.loads(json.dumps(asdict(config))),
-            "data": str(data),
         }
-        if trained.is_global_zero:
-            with atomic_write(out / "train.json") as handle:
-                json.dump(summary, handle, indent=2)
-            finish_run(out, summary, model="encoder")
-        return summary
+        return run.finish(trained, data=described)

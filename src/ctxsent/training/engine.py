@@ -35,7 +35,6 @@ run's batches do not depend on the number of processes.
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 import time
 import warnings
@@ -51,7 +50,6 @@ from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
 from torch import nn
 from torch.utils.data import DataLoader
 
-from ctxsent.io import atomic_write
 from ctxsent.models.precision import device_type, lightning_precision
 from ctxsent.objectives.global_batch import begin_accumulated_step, end_accumulated_step
 from ctxsent.protocols import Evaluator
@@ -154,30 +152,16 @@ class Evaluation:
         return f"dev_{self.evaluator.primary_metric}"
 
 
-def keep_best(
-    out: Path, save: Callable[[], None], report: dict | None = None
-) -> Callable[[dict, int], None]:
-    """An ``on_best`` that calls ``save`` (the model folder) and writes ``OUT/best.json``:
-    the step, the dev metrics and ``report``."""
-
-    def on_best(metrics: dict, step: int) -> None:
-        save()
-        with atomic_write(Path(out) / "best.json") as handle:
-            json.dump({"step": step, "dev": metrics, **(report or {})}, handle, indent=2)
-
-    return on_best
-
-
 def pretraining_evaluation(
-    config, evaluator: Evaluator | None, model: Any, out: Path, save: Callable[[], None]
+    config, evaluator: Evaluator | None, model: Any, on_best: Callable[[dict, int], None]
 ) -> Evaluation | None:
     """The :class:`Evaluation` of a pre-training run whose ``config`` has ``eval_every``
-    (``None``: every ``checkpoint_every`` steps) and ``patience``; the best model is kept
-    (:func:`keep_best`)."""
+    (``None``: every ``checkpoint_every`` steps) and ``patience``; ``on_best`` keeps the best
+    model (:meth:`~ctxsent.training.runs.TrainingRun.keep_best`)."""
     if evaluator is None:
         return None
     every = config.eval_every or config.checkpoint_every
-    return Evaluation(evaluator, model, every, config.patience, keep_best(out, save))
+    return Evaluation(evaluator, model, every, config.patience, on_best)
 
 
 # A run without an Evaluation has no validation loader: nothing to warn about.
@@ -304,20 +288,11 @@ def _numbers(metrics: dict) -> dict[str, float]:
 
 # ---- the one trainer ---------------------------------------------------------------------------
 def newest_checkpoint(dirpath: Path, **when) -> ModelCheckpoint:
-    """A callback that keeps only the newest checkpoint; ``when`` says how often to save.
-
-    Lightning 2.6 writes ``last.ckpt`` for ``save_last=True`` only when it also saves a
-    top-k checkpoint, so ``save_top_k=0`` kept nothing until training ended and a run killed
-    mid-way started again from step 0. The newest checkpoint is kept as ``latest.ckpt``
-    (with no monitor, the top 1 is the newest) and ``last.ckpt`` links to it.
-    """
+    """A callback that keeps only the newest checkpoint, ``last.ckpt`` (with no monitor, the
+    top 1 is the newest); ``when`` says how often to save. One file: ``save_last`` would add
+    a second (Lightning 2.6 writes it only alongside a top-k checkpoint)."""
     return ModelCheckpoint(
-        dirpath=dirpath,
-        filename="latest",
-        save_top_k=1,
-        save_last="link",
-        enable_version_counter=False,
-        **when,
+        dirpath=dirpath, filename="last", save_top_k=1, enable_version_counter=False, **when
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import ClassVar, Literal, get_args
 
 from ctxsent.errors import check_choice, check_range
 
@@ -50,6 +50,11 @@ class RunSettings:
     #: Lightning strategy: "auto", "ddp", "fsdp", ... (many GPUs or machines).
     strategy: str = "auto"
     num_nodes: int = 1
+    #: keep ``OUT/checkpoints`` when the run finishes (to go on with more steps later);
+    #: by default a finished run keeps none, an interrupted one its newest
+    keep_checkpoints: bool = False
+    #: the settings a resumed run may change: how long it goes
+    limits: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         check_range(self, "num_nodes", 1)

@@ -25,7 +25,7 @@ Decisions where the paper is silent or does not apply:
   continues with the exact batches and masks an uninterrupted run would have used (up
   to ``checkpoint_every`` steps after the last checkpoint are redone).
 * At the end, the SSP head is scored on ``heldout_examples`` examples that no
-  step drew (:mod:`ctxsent.evaluation.ssp_heldout`), into ``pretrain.json``:
+  step drew (:mod:`ctxsent.evaluation.ssp_heldout`), into ``OUT/run.json``'s metrics:
   with 4 negatives per positive the training log cannot tell a head that
   learned from one that answers "no" throughout.
 
@@ -42,44 +42,39 @@ are dropped. Peak learning rates are ELECTRA's own from-scratch values
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-import lightning as L
 from lightning.pytorch.callbacks import Callback
 from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError
 from ctxsent.evaluation.specs import evaluator_from_spec
 from ctxsent.evaluation.ssp_heldout import SspHeldoutEvaluator, ssp_heldout_metrics, unseen_indices
-from ctxsent.io import atomic_write, check_output
 from ctxsent.models.backbones import resolve_backbone
 from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.transformer_ranker import RankerConfig
 from ctxsent.objectives.electra import ElectraObjective, new_discriminator
+from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.ssp_data import TOKENIZER_DIR, example_lengths, load_ssp_dataset, ssp_batch
 from ctxsent.objectives.ssp_objective import SspObjective
 from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation, train_objective
-from ctxsent.training.runs import check_run_folder, finish_run, run_folder
-from ctxsent.training.sampling import StreamBatches
+from ctxsent.training.runs import TrainingRun
 from ctxsent.training.settings import warn_uneven_accumulation
 from ctxsent.training.ssp_presets import ELECTRA_SCRATCH, SspPretrainConfig
 
-#: What a run keeps in ``OUT`` to resume, and an ``overwrite`` run starts without.
-RUN_STATE = ("checkpoints", "model", "best.json")
-
 
 class SaveModel(Callback):
-    """Saves the ranker to ``OUT/model`` with every checkpoint, so the two always match."""
+    """Calls ``save`` (the model to ``OUT/model``) with every checkpoint, so the two match."""
 
-    def __init__(self, ranker: CrossEncoderRanker | CascadeRanker, folder: Path) -> None:
-        self.ranker, self.folder = ranker, folder
+    def __init__(self, save: Callable[[], None]) -> None:
+        self.save = save
 
     def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
         if trainer.is_global_zero:
-            self.ranker.save_pretrained(self.folder)
+            self.save()
 
 
 def ssp_objective(
@@ -148,14 +143,16 @@ def pretrain_ssp(
     ``config.electra`` the model is a new ELECTRA discriminator that uses the
     data folder's tokenizer. ``callbacks`` are extra Lightning callbacks. A rerun with the
     same ``OUT`` resumes only with the same config and data; ``overwrite`` starts it again,
-    replacing ``OUT/model`` (:mod:`~ctxsent.training.runs`).
-    Returns the summary written to ``OUT/pretrain.json``.
+    replacing ``OUT/model`` (:class:`~ctxsent.training.runs.TrainingRun`).
+    Returns the run's record (``OUT/run.json``), the held-out SSP scores in its metrics.
     """
     from transformers import AutoTokenizer
 
     config = config or SspPretrainConfig()
-    data, out_dir = Path(data), Path(out_dir)
-    check_run_folder(out_dir, overwrite)
+    data = Path(data)
+    model = {"kind": ranker.kind, **asdict(ranker.config)} if ranker is not None else None
+    kind = ranker.kind if ranker is not None else _new_ranker_kind(config)
+    run = TrainingRun(out_dir, config, kind, model=model, overwrite=overwrite)
     dataset, summary = load_ssp_dataset(data)
     if config.objective is not None and summary["config"]["objective"] != config.objective:
         raise InputError(
@@ -182,25 +179,16 @@ def pretrain_ssp(
         evaluator = SspHeldoutEvaluator(dataset, indices)
     else:
         evaluator = config.eval and evaluator_from_spec(config.eval, ("heldout", "as2")) or None
-    model = {"kind": ranker.kind, **asdict(ranker.config)} if ranker is not None else None
-    kind = ranker.kind if ranker is not None else _new_ranker_kind(config)
-    check_output(out_dir / "model", kind, overwrite)
-    data_identity = {"examples": summary["examples"], **summary["config"]}
-    settings = {"train": asdict(config), "model": model, "data": data_identity}
-    with run_folder(out_dir, settings, state=RUN_STATE, overwrite=overwrite):
-        tokenizer = AutoTokenizer.from_pretrained(data / TOKENIZER_DIR)
-        L.seed_everything(config.seed, verbose=False)  # new weights depend on the seed only
-        if ranker is None:
-            ranker = _new_ranker(config, tokenizer)
+    run.settings["data"] = {"examples": summary["examples"], **summary["config"]}
+    tokenizer = AutoTokenizer.from_pretrained(data / TOKENIZER_DIR)
+    build = (lambda: _new_ranker(config, tokenizer)) if ranker is None else lambda: ranker
+    with run.started(build) as ranker:
         ranker.with_context(True)
         _check_tokenizer(tokenizer, ranker.tokenizer, data)
         electra = None
         if config.electra is not None:
             electra = ElectraObjective(ranker.model, config.electra.generator_fraction)
-        out_dir.mkdir(parents=True, exist_ok=True)
-
         warn_uneven_accumulation(config.batch_size, config.accumulate, "examples")
-
         batches = StreamBatches(
             len(dataset),
             config.batch_size,
@@ -210,20 +198,20 @@ def pretrain_ssp(
             accumulate=config.accumulate,
         )
         pad_id = ranker.tokenizer.pad_token_id
-
         loader = DataLoader(
             range(len(dataset)),
             batch_sampler=batches,
             collate_fn=lambda indices: ssp_batch(dataset, indices, pad_id),
         )
-        model_dir = out_dir / "model"
-        evaluation = pretraining_evaluation(
-            config, evaluator, ranker, out_dir, lambda: ranker.save_pretrained(model_dir)
-        )
+
+        def save() -> None:
+            ranker.save_pretrained(run.model_dir)
+
+        evaluation = pretraining_evaluation(config, evaluator, ranker, run.keep_best(save))
         trained = train_objective(
             ssp_objective(ranker, config, electra),
             loader,
-            out_dir,
+            run.out,
             config,
             optimizer_settings(ranker, config),
             seed=config.seed,
@@ -231,24 +219,15 @@ def pretrain_ssp(
             max_grad_norm=config.max_grad_norm,
             checkpoint_every=config.checkpoint_every,
             evaluation=evaluation,
-            callbacks=[*([] if evaluation else [SaveModel(ranker, model_dir)]), *(callbacks or ())],
+            callbacks=[*([] if evaluation else [SaveModel(save)]), *(callbacks or ())],
             log_every_n_steps=min(50, config.checkpoint_every),
         )
         if config.eval == "heldout" and trained.steps == config.max_steps:
             heldout = indices  # the same examples: no second pass over the batch stream
         else:
             heldout = heldout_after(trained.steps)
-        result = {
-            "steps": trained.steps,
-            "final": {"loss" if k == "train_loss" else k: v for k, v in trained.metrics.items()},
-            "heldout": ssp_heldout_metrics(ranker, dataset, heldout) if heldout else None,
-            "best": trained.best or None,
-            "data": str(data),
-            "data_summary": {k: summary[k] for k in ("examples", "positives", "by_objective")},
-            "config": asdict(config),
+        scores = ssp_heldout_metrics(ranker, dataset, heldout) if heldout else None
+        described = {"folder": str(data)} | {
+            k: summary[k] for k in ("examples", "positives", "by_objective")
         }
-        if trained.is_global_zero:  # every rank wrote it once: a race on pretrain.json
-            with atomic_write(out_dir / "pretrain.json") as handle:
-                json.dump(result, handle, indent=2)
-            finish_run(out_dir, result)
-        return result
+        return run.finish(trained, {"heldout": scores}, described)
