@@ -191,7 +191,7 @@ def main() -> None:
     args = parser.parse_args()
     extra = [a for a in args.extra if a != "--"]
 
-    baselines = {"pairwise": ["--pairwise"], "contextual": ["--contextual"]}
+    baselines = {"pairwise": ["--arch", "cross-encoder"], "contextual": ["--contextual"]}
     # Pre-trainings first; a fine-tune starts once its own pre-training is done.
     pretrainings = [
         Job(f"contextual+ssp-{o}", lambda _, o=o: pretrain(o, args, extra)) for o in args.objectives

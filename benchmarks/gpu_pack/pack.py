@@ -99,7 +99,7 @@ STS_TASKS = "STSB,STS12"
 WIKI_SOURCE = "wikipedia-en-2019/featured-articles.wikiextractor.txt.gz"
 WIKI_SLICE = "wikipedia-en-2019/slice.wikiextractor.txt.gz"
 SSP_ROWS = ("contextual", "contextual+ssp-dpc", "contextual+mlm-dpc", "pairwise")
-BASELINES = {"contextual": ["--contextual"], "pairwise": ["--pairwise"]}
+BASELINES = {"contextual": ["--contextual"], "pairwise": ["--arch", "cross-encoder"]}
 CASCADE_MODELS = ("cascade", "pooled-6", "mono-6")
 
 

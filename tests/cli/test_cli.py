@@ -269,7 +269,10 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
     assert full["relative_cost"] == 1.0
     wrong = run_cli(*args, "--alpha", "0.1,0.2")
     assert wrong.exit_code == 2 and "error: --alpha: need 1 drop rates" in wrong.stderr
-    stray = run_cli("finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x", "--exits", "1")
+    stray = run_cli(
+        "finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x", "--exits", "1",
+        "--arch", "cross-encoder",
+    )  # fmt: skip
     assert stray.exit_code == 2 and "--exits applies to --arch cascade" in stray.stderr
     finetune = ["finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x"]
     with pytest.warns(FutureWarning, match="--cascade is replaced by --arch cascade"):
@@ -310,8 +313,10 @@ def test_finetune_a_bi_encoder_with_its_recipe_then_export_it(tmp_path, tiny_ber
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--temperature", "0.1"], "--temperature applies to --arch bi-encoder only"),
-        (["--in-batch-negatives"], "--in-batch-negatives applies to --arch bi-encoder only"),
+        (["--arch", "cross-encoder", "--temperature", "0.1"],
+         "--temperature applies to --arch bi-encoder only"),
+        (["--contextual", "--in-batch-negatives"],
+         "--in-batch-negatives applies to --arch bi-encoder only"),
         (["--arch", "bi-encoder", "--contextual"], "embeds each candidate alone"),
         (["--arch", "bi-encoder", "--loss", "pointwise", "--questions-per-batch", "4"],
          "--questions-per-batch: applies to the listwise loss only"),

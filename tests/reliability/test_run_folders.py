@@ -215,7 +215,7 @@ def test_the_cli_refuses_changed_settings_in_one_line(tiny_bert, tmp_path, monke
     capsys.readouterr()
     assert run("--lr", "1e-3") == 2
     error = capsys.readouterr().err.strip()
-    assert error.count("\n") == 0 and "config.learning_rate: 2e-05 -> 0.001" in error
+    assert error.count("\n") == 0 and "config.learning_rate: 5e-05 -> 0.001" in error
     assert run("--lr", "1e-3", "--overwrite") in (0, None)
 
 

@@ -87,11 +87,15 @@ def test_as2_recipes_are_presets_and_the_default_is_one_name(tiny_bert, monkeypa
     from ctxsent.training.as2_finetune import as2_recipe
 
     spec, config = as2_recipe(init=str(tiny_bert))
-    assert spec.kind == "cross-encoder" and config == get_preset("as2-cross-encoder").config
-    spec, config = as2_recipe(init=str(tiny_bert), model={"arch": "bi-encoder"})
     assert spec.kind == "bi-encoder" and config == get_preset("as2-bi-encoder").config
+    spec, config = as2_recipe(init=str(tiny_bert), model={"arch": "cross-encoder"})
+    assert spec.kind == "cross-encoder" and config == get_preset("as2-cross-encoder").config
+    implied_by = {"as2-contextual": {"contextual": True}, "as2-cascade": {"exits": (1,)}}
+    for implied, model in {**implied_by, "as2-cross-encoder": {"layers": 1}}.items():
+        assert as2_recipe(init=str(tiny_bert), model=model)[1] == get_preset(implied).config
+    spec, config = as2_recipe(init=str(tiny_bert), model={"arch": "bi-encoder"})
     assert (config.loss, config.learning_rate, config.questions_per_batch) == ("listwise", 5e-5, 8)
     _, sized = as2_recipe(None, str(tiny_bert), {"arch": "bi-encoder"}, {"batch_size": 16})
     assert sized.questions_per_batch is None  # batches sized in pairs, as asked
-    monkeypatch.setattr(as2_finetune, "DEFAULT_AS2_PRESET", "as2-bi-encoder")
-    assert as2_recipe(init=str(tiny_bert))[0].kind == "bi-encoder"
+    monkeypatch.setattr(as2_finetune, "DEFAULT_AS2_PRESET", "as2-cascade")
+    assert as2_recipe(init=str(tiny_bert))[0].kind == "cascade"

@@ -92,11 +92,22 @@ _LIGHTNING_LOGGERS = (
 
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
-    """Hide :data:`NOISE` and third-party deprecation warnings while a command runs."""
+    """Hide :data:`NOISE`, third-party deprecation warnings and Hugging Face's progress bars
+    (a "Loading weights" bar per model load) while a command runs."""
+    from huggingface_hub import utils as hub
 
     def wanted(record: logging.LogRecord) -> bool:
         return not NOISE.search(record.getMessage())
 
+    def transformers_bars(show: bool) -> None:
+        # transformers reads the hub's setting once, when it is imported
+        if "transformers" in sys.modules:
+            from transformers.utils import logging as hf_logging
+
+            (hf_logging.enable_progress_bar if show else hf_logging.disable_progress_bar)()
+
+    hub_bars = not hub.are_progress_bars_disabled()
+    model_bars = "transformers" not in sys.modules or _transformers_bars_shown()
     loggers = [logging.getLogger(name) for name in _LIGHTNING_LOGGERS]
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", f".*(?:{NOISE.pattern})")  # matched from the start
@@ -104,11 +115,22 @@ def quiet() -> Iterator[None]:
             warnings.filterwarnings("ignore", category=category, module="(lightning|torch|transf)")
         for logger in loggers:
             logger.addFilter(wanted)
+        hub.disable_progress_bars()
+        transformers_bars(False)
         try:
             yield
         finally:
+            if hub_bars:
+                hub.enable_progress_bars()
+            transformers_bars(model_bars and hub_bars)
             for logger in loggers:
                 logger.removeFilter(wanted)
+
+
+def _transformers_bars_shown() -> bool:
+    from transformers.utils import logging as hf_logging
+
+    return hf_logging.is_progress_bar_enabled()
 
 
 class OneLineErrors(TyperGroup):

@@ -466,7 +466,7 @@ def as2_recipe(
 ) -> tuple[As2RankerSpec, As2TrainConfig]:
     """The ranker and the config of a run: the AS2 preset ``preset`` (default: ``as2-ARCH``
     for the ``arch`` in ``model`` or the kind of a saved ``init`` model, else
-    :data:`~ctxsent.training.as2_presets.DEFAULT_AS2_PRESET`), then ``model``
+    :func:`_implied_preset`), then ``model``
     (:class:`As2RankerSpec` fields) and ``settings`` (:class:`As2TrainConfig` fields,
     :meth:`~ctxsent.training.as2_presets.As2TrainConfig.with_changes`) over it."""
     from ctxsent.presets import get_preset
@@ -475,7 +475,7 @@ def as2_recipe(
     model, settings = dict(model or {}), dict(settings or {})
     saved = read_manifest(init)["kind"] if is_model_folder(init) else None
     arch = model.get("arch") or saved
-    chosen = get_preset(preset or (f"as2-{arch}" if arch else DEFAULT_AS2_PRESET), "as2")
+    chosen = get_preset(preset or (f"as2-{arch}" if arch else _implied_preset(model)), "as2")
     preset_model = {k: v for k, v in chosen.model.items() if not (saved and k == "arch")}
     spec = As2RankerSpec(init, **{**preset_model, **model})
     if spec.kind != BiEncoderRanker.kind:
@@ -484,6 +484,16 @@ def as2_recipe(
                 option = "--" + name.replace("_", "-")
                 raise InputError(f"{option} applies to --arch bi-encoder only", field="arch")
     return spec, chosen.config.with_changes(**settings)
+
+
+def _implied_preset(model: Mapping[str, Any]) -> str:
+    """The preset of a run that names no architecture: the default, unless it asks for what
+    only cross-encoders and cascades have (exits, context, a layer count)."""
+    if model.get("exits"):
+        return "as2-cascade"
+    if model.get("contextual"):
+        return "as2-contextual"
+    return "as2-cross-encoder" if model.get("layers") else DEFAULT_AS2_PRESET
 
 
 def run_as2(
