@@ -27,6 +27,8 @@ def test_a_setting_has_one_flag_in_every_command():
     assert {name: opts for name, opts in flags.items() if len(opts) > 1} == {}
     takes = {path: {p.name for p in command.params} for path, command in leaves.items()}
     assert {"model", "accelerator"} <= takes["ctxsent serve"] & takes["ctxsent cascade tune"]
+    for path in ("rank", "eval as2", "eval senteval", "eval ssp", "eval retrieval"):
+        assert "accelerator" in takes[f"ctxsent {path}"], path  # every command that infers
     assert {"model", "overwrite"} <= takes["ctxsent export"]
     assert "model" in takes["ctxsent push"]
     assert "columns" in takes["ctxsent cascade tune"]

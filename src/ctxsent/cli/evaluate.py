@@ -116,11 +116,12 @@ def ssp(
     run: Annotated[Path, typer.Option(help="finished 'ctxsent pretrain ssp' run folder")],
     examples: Annotated[int, typer.Option(min=1, help="held-out examples to score")] = 1000,
     batch_size: BatchSizeOption = 64,
+    accelerator: AcceleratorOption = "auto",
 ) -> None:
     """Score the run's SSP head on examples its training never drew (accuracy, AUC, log-loss)."""
     from ctxsent.evaluation.ssp_heldout import evaluate_run
 
-    typer.echo(json.dumps(evaluate_run(run, examples, batch_size), indent=2))
+    typer.echo(json.dumps(evaluate_run(run, examples, batch_size, accelerator), indent=2))
 
 
 @app.command("retrieval")
@@ -141,11 +142,13 @@ def retrieval(
     ] = None,
     seed: SeedOption = 0,
     batch_size: BatchSizeOption = 64,
+    accelerator: AcceleratorOption = "auto",
 ) -> None:
     """Unsupervised paragraph ranking (the paper's HotpotQA(u) setting) on SQuAD: Recall@1/5/20."""
     from ctxsent.evaluation.retrieval import squad_retrieval
 
     if not models and not model:
         raise typer.BadParameter("give at least one model", param_hint="'--model'")
-    results = squad_retrieval([*(models or []), *(model or [])], squad, questions, seed, batch_size)
+    specs = [*(models or []), *(model or [])]
+    results = squad_retrieval(specs, squad, questions, seed, batch_size, accelerator)
     typer.echo(json.dumps(results, indent=2))

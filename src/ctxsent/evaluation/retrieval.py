@@ -29,6 +29,7 @@ from ctxsent.corpus.readers.squad import load_squad
 from ctxsent.errors import InputError
 from ctxsent.models.baseline_rankers import Bm25Index, BM25Ranker
 from ctxsent.models.cross_thought import CrossThoughtModel, candidate_log_weights
+from ctxsent.models.precision import on_accelerator
 from ctxsent.resolver import load_retrieval_model
 
 DEFAULT_KS = (1, 5, 20)
@@ -278,11 +279,13 @@ class ParagraphRankingEvaluator:
         return {**report["all_paragraphs"], **own}
 
 
-def scorer_from_spec(spec: str, batch_size: int = 64) -> PassageScorer:
+def scorer_from_spec(spec: str, batch_size: int = 64, accelerator: str = "cpu") -> PassageScorer:
     """The scorer of a model spec (:func:`~ctxsent.resolver.load_retrieval_model`): ``bm25``
     (:class:`BM25Scorer`), any encoder (:func:`scorer_for_model`), or ``cosine:SPEC``
-    (:class:`CosineScorer`, e.g. a Cross-Thought model by its special-token embeddings)."""
+    (:class:`CosineScorer`, e.g. a Cross-Thought model by its special-token embeddings), its
+    model on ``accelerator`` (:func:`~ctxsent.models.precision.on_accelerator`)."""
     model, cosine = load_retrieval_model(spec)
+    model = on_accelerator(model, accelerator)
     if isinstance(model, BM25Ranker):
         return BM25Scorer()
     return CosineScorer(model, batch_size) if cosine else scorer_for_model(model, batch_size)
@@ -294,12 +297,13 @@ def squad_retrieval(
     questions: int | None = None,
     seed: int = 0,
     batch_size: int = 64,
+    accelerator: str = "cpu",
 ) -> dict:
     """What ``ctxsent eval retrieval`` prints: per model spec (:func:`scorer_from_spec`) its
     recalls (:func:`evaluate_paragraph_ranking`) on the paragraphs of the SQuAD file
     ``squad`` (:func:`squad_paragraph_ranking`)."""
     data = squad_paragraph_ranking(squad, questions, seed)
     return {
-        spec: evaluate_paragraph_ranking(scorer_from_spec(spec, batch_size), data)
+        spec: evaluate_paragraph_ranking(scorer_from_spec(spec, batch_size, accelerator), data)
         for spec in models
     }

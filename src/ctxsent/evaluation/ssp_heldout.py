@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from ctxsent.errors import InputError
+from ctxsent.models.precision import on_accelerator
 from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.ssp_data import example_lengths, load_ssp_dataset, ssp_batch
 from ctxsent.resolver import load
@@ -111,8 +112,11 @@ class SspHeldoutEvaluator:
         }
 
 
-def evaluate_run(run: str | Path, count: int = 1000, batch_size: int = 64) -> dict:
-    """Held-out SSP metrics of the finished run folder ``run`` (its ``run.json``)."""
+def evaluate_run(
+    run: str | Path, count: int = 1000, batch_size: int = 64, accelerator: str = "cpu"
+) -> dict:
+    """Held-out SSP metrics of the finished run folder ``run`` (its ``run.json``), its model
+    on ``accelerator``."""
     run = Path(run)
     stored = read_run(run) or {}
     if stored.get("status") != "finished" or "heldout" not in stored.get("metrics", {}):
@@ -123,7 +127,7 @@ def evaluate_run(run: str | Path, count: int = 1000, batch_size: int = 64) -> di
         example_lengths(dataset), config["batch_size"], config["seed"], steps, count,
         config.get("accumulate", 1),
     )  # fmt: skip
-    ranker = load(run / "model")
+    ranker = on_accelerator(load(run / "model"), accelerator)
     return {"run": str(run), "steps": steps, "data": data["folder"]} | (
         ssp_heldout_metrics(ranker, dataset, indices, batch_size)
     )
