@@ -1,6 +1,7 @@
 """Does fine-tuning gain everywhere? Train on each source, test on every AS2 set we have.
 
-Sources: WikiQA, SQuAD-AS2 and both together (``load_as2_sources``), each trained with
+Sources: WikiQA, SQuAD-AS2 and both together (``mix_sources``: in proportion to their
+questions, or ``balanced``: about equally), each trained with
 ``finetune_as2`` on a bi-encoder from MiniLM with the bi-encoder recipe plus
 ``--set NAME=VALUE`` overrides; early stopping on the
 source's dev (WikiQA dev-clean; SQuAD-AS2's first ``--squad-dev-questions`` dev questions,
@@ -46,7 +47,12 @@ from ctxsent.training.weight_averaging import choose_mixing, mix_weights
 FUSION_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: Reciprocal rank fusion's constant (Cormack et al., 2009), as the pipeline's default.
 RRF_K = 60
-SOURCES = {"wikiqa": ("wikiqa",), "squad": ("squad",), "both": ("wikiqa", "squad")}
+SOURCES = {
+    "wikiqa": ("wikiqa",),
+    "squad": ("squad",),
+    "both": ("wikiqa", "squad"),  # questions drawn in proportion: ~9 in 10 from SQuAD-AS2
+    "balanced": ("wikiqa", "squad"),  # each set drawn about equally (balance_sources)
+}
 TARGETS = ("wikiqa", "selqa", "squad")
 METRICS = ("map", "mrr", "p@1")
 
@@ -65,7 +71,8 @@ def data_sets(root: str, squad: str, squad_dev_questions: int) -> dict[str, dict
 
 
 def source_split(sets: dict, source: str, split: str) -> list[As2Record]:
-    return mix_sources([sets[name][split] for name in SOURCES[source]])
+    balance = source == "balanced" and split == "train"
+    return mix_sources([sets[name][split] for name in SOURCES[source]], balance)
 
 
 class ScoreCache:

@@ -98,6 +98,12 @@ def test_several_sets_mix_into_one_keeping_equal_ids_apart():
     assert [r.question_id for r in mixed] == ["0:Q1", "0:Q1", "1:Q1"]
     assert len(group_by_question(mixed)) == 2
     assert mix_sources([first]) == first
+    bigger = [As2Record(f"Q{i}", "why?", "d", 1) for i in range(4)]
+    balanced = group_by_question(mix_sources([first, bigger], balance=True))
+    assert sorted(balanced) == sorted(
+        ["0:Q1", "0:Q1#1", "0:Q1#2", "0:Q1#3", *(f"1:Q{i}" for i in range(4))]
+    )
+    assert [r.candidate for r in balanced["0:Q1#3"]] == ["a", "b"]
 
 
 def test_evaluation_records_default_split_count_what_clean_drops_and_refuse_a_files_split(

@@ -90,14 +90,18 @@ def as2(
     dev_data: Annotated[
         str | None, typer.Option(help="select on another set's dev split (TANDA: the target)")
     ] = None,
+    balance_sources: Annotated[
+        bool,
+        typer.Option(help="several --data: train on each about equally, not by question count"),
+    ] = False,
     arch: Annotated[
         Arch | None,
         typer.Option(
             help="cross-encoder | cascade (Cascade Transformer: an exit classifier per stage) | "
-            "bi-encoder (cosine of mean-pooled embeddings; its defaults are the Eq. 10 recipe: "
-            "--loss listwise --lr 5e-5 --questions-per-batch 8 --max-negatives 15 "
-            "--max-steps 300 --eval-every 100). Default: cross-encoder, or the --init "
-            "model's kind"
+            "bi-encoder (cosine of mean-pooled embeddings; the Eq. 10 recipe: --loss listwise "
+            "--lr 5e-5 --questions-per-batch 8 --max-negatives 15 --max-steps 300 "
+            "--eval-every 20 --patience 2). Default: bi-encoder (--contextual, --exits or "
+            "--layers: a cross-encoder or cascade), or the --init model's kind"
         ),
     ] = None,
     cascade: Annotated[bool, typer.Option(hidden=True, help="replaced by --arch cascade")] = False,
@@ -218,6 +222,7 @@ def as2(
     sources = As2Data(
         data or (), train_file, dev_file, test_file, columns, mine_negatives, negatives,
         dev_data, train_split, dev_split, train_clean, dev_clean, dev_questions,
+        balance_sources,
     )  # fmt: skip
     model = dict(
         arch=arch, contextual=contextual, max_length=max_length, layers=layers,

@@ -92,23 +92,34 @@ def load_as2(
 
 
 def load_as2_sources(
-    specs: Sequence[str], split: str | None = None, columns: dict[str, str] | None = None
+    specs: Sequence[str],
+    split: str | None = None,
+    columns: dict[str, str] | None = None,
+    balance: bool = False,
 ) -> list[As2Record]:
     """The records of several AS2 sets as one list (:func:`mix_sources`)."""
-    return mix_sources([load_as2(spec, split, columns) for spec in specs])
+    return mix_sources([load_as2(spec, split, columns) for spec in specs], balance)
 
 
-def mix_sources(sets: Sequence[Sequence[As2Record]]) -> list[As2Record]:
-    """Several AS2 sets as one, for multi-source training: a batch of whole questions then
-    mixes sets in proportion to their questions. With more than one set, question ids get
-    their set's number (``"1:Q12"``) so that equal ids of two sets stay two questions."""
+def mix_sources(sets: Sequence[Sequence[As2Record]], balance: bool = False) -> list[As2Record]:
+    """Several AS2 sets as one, for multi-source training: batches of whole questions then mix
+    sets in proportion to their questions, or, with ``balance``, about equally (each smaller
+    set's questions repeated as new questions, ``"#k"`` added to their ids, until it has about
+    as many as the largest). With more than one set, question ids get their set's number
+    (``"1:Q12"``) so that equal ids of two sets stay two questions."""
     if len(sets) == 1:
         return list(sets[0])
-    return [
-        replace(record, question_id=f"{number}:{record.question_id}")
-        for number, records in enumerate(sets)
-        for record in records
-    ]
+    sizes = [len({record.question_id for record in records}) for records in sets]
+    mixed = []
+    for number, records in enumerate(sets):
+        copies = max(1, round(max(sizes) / max(sizes[number], 1))) if balance else 1
+        for copy in range(copies):
+            suffix = f"#{copy}" if copy else ""
+            mixed += [
+                replace(record, question_id=f"{number}:{record.question_id}{suffix}")
+                for record in records
+            ]
+    return mixed
 
 
 def evaluation_records(

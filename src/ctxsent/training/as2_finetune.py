@@ -399,7 +399,8 @@ class As2Data:
     or the user's files (``train_file``, ``dev_file``, optional ``test_file``, with
     ``columns`` and ``mine_negatives``, :func:`read_fine_tuning_files`), one of the two.
     Questions without both labels are dropped (``train_clean``, ``dev_clean``); a large dev
-    set may be cut to its first ``dev_questions``."""
+    set may be cut to its first ``dev_questions``; ``balance_sources`` trains on several
+    sets about equally, whatever their sizes."""
 
     sources: Sequence[str] = ()
     train_file: str | None = None
@@ -414,6 +415,7 @@ class As2Data:
     train_clean: bool = True
     dev_clean: bool = True
     dev_questions: int | None = None
+    balance_sources: bool = False
 
     def __post_init__(self) -> None:
         own = bool(self.train_file or self.dev_file or self.test_file or self.mine_negatives)
@@ -432,7 +434,7 @@ class As2Data:
 
         columns = parse_columns(self.columns) if self.columns else None
         if self.sources:
-            train = load_as2_sources(self.sources, self.train_split, columns)
+            train = load_as2_sources(self.sources, self.train_split, columns, self.balance_sources)
             dev_sources = [self.dev_data] if self.dev_data else self.sources
             dev, test = load_as2_sources(dev_sources, self.dev_split, columns), []
         else:
