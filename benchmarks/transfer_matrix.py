@@ -230,7 +230,30 @@ def main() -> None:
                 "test": targets,
             }
             (args.out / "matrix.json").write_text(json.dumps(report, indent=2))
+    if len(args.seeds) > 1:
+        report["over_seeds"] = over_seeds(report["runs"], args.sources, args.seeds)
     print(json.dumps(report, indent=2))
+
+
+def over_seeds(runs: dict, sources: list[str], seeds: list[int]) -> dict:
+    """Per source, target and model: MAP and P@1 as mean and standard deviation over seeds."""
+    summary: dict = {}
+    for source in sources:
+        tests = [runs[f"{source}-{seed}"]["test"] for seed in seeds]
+        summary[source] = {
+            target: {
+                model: {
+                    m: {
+                        "mean": round(float(np.mean([t[target][model][m] for t in tests])), 4),
+                        "sd": round(float(np.std([t[target][model][m] for t in tests], ddof=1)), 4),
+                    }
+                    for m in ("map", "p@1")
+                }
+                for model in ("fine-tuned", "wise", "fused")
+            }
+            for target in TARGETS
+        }
+    return summary
 
 
 if __name__ == "__main__":
