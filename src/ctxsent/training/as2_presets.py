@@ -125,8 +125,8 @@ def _register() -> None:
     for name, model, config, what in [
         ("as2-bi-encoder", {"arch": "bi-encoder"}, BI_ENCODER_RECIPE,
          "the default: bi-encoder, Cross-Thought's Eq. 10 listwise softmax over cosine / 0.05, "
-         "early stopping; trained on WikiQA: WikiQA test-clean MAP 0.852 +- 0.001 (3 seeds); "
-         "on SQuAD-AS2: SelQA 0.894 (1 seed)"),
+         "early stopping; trained on WikiQA: WikiQA test-clean MAP 0.846 +- 0.011 (3 seeds, "
+         "378 CPU s); on WikiQA + SQuAD-AS2 balanced: SelQA 0.893 (1 seed)"),
         ("as2-cross-encoder", {"arch": "cross-encoder"}, _POINTWISE,
          "cross-encoder on (question, candidate), pointwise, the papers' fine-tuning: WikiQA "
          "MAP 0.679 +- 0.005 (3 seeds; 0.755 with a SQuAD-AS2 TANDA step)"),
