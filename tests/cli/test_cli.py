@@ -269,12 +269,9 @@ def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
     assert full["relative_cost"] == 1.0
     wrong = run_cli(*args, "--alpha", "0.1,0.2")
     assert wrong.exit_code == 2 and "error: --alpha: need 1 drop rates" in wrong.stderr
-    stray = run_cli(
-        "finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x", "--exits", "1",
-        "--arch", "cross-encoder",
-    )  # fmt: skip
+    finetune = ["finetune", "as2", "--data", f"squad-as2:{data}", "--out", str(tmp_path / "x")]
+    stray = run_cli(*finetune, "--exits", "1", "--arch", "cross-encoder")
     assert stray.exit_code == 2 and "--exits applies to --arch cascade" in stray.stderr
-    finetune = ["finetune", "as2", "--data", f"squad-as2:{data}", "--out", "x"]
     with pytest.warns(FutureWarning, match="--cascade is replaced by --arch cascade"):
         reshape = run_cli(*finetune, "--init", model, "--layers", "1", "--cascade")
     assert reshape.exit_code == 2 and "shape a new model" in reshape.stderr
