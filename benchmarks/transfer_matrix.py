@@ -36,7 +36,8 @@ from speed_common import machine
 import ctxsent
 from ctxsent.evaluation.as2_metrics import per_question_as2_metrics
 from ctxsent.evaluation.significance import paired_bootstrap
-from ctxsent.models.pipeline import average_ranks
+from ctxsent.models.pipeline import question_groups, reciprocal_rank_fusion
+from ctxsent.models.staged import question_index
 from ctxsent.tasks.as2_load import load_as2, mix_sources
 from ctxsent.tasks.as2_records import As2Record, clean, first_questions
 from ctxsent.training.as2_finetune import As2RankerSpec, As2TrainConfig, finetune_as2
@@ -45,8 +46,6 @@ from ctxsent.training.weight_averaging import choose_mixing, mix_weights
 
 #: BM25's weight in the fusion (the fine-tuned ranker's is 1); 0 keeps the ranker alone.
 FUSION_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
-#: Reciprocal rank fusion's constant (Cormack et al., 2009), as the pipeline's default.
-RRF_K = 60
 SOURCES = {
     "wikiqa": ("wikiqa",),
     "squad": ("squad",),
@@ -99,14 +98,8 @@ def metrics_of(records: list[As2Record], scores: np.ndarray):
 
 def fuse(records: list[As2Record], ranker: np.ndarray, bm25: np.ndarray, weight: float):
     """Weighted reciprocal rank fusion per question: ``1/(k + rank) + w/(k + rank_bm25)``."""
-    ids = np.array([r.question_id for r in records])
-    fused = np.zeros(len(records))
-    for question in dict.fromkeys(ids):
-        rows = np.flatnonzero(ids == question)
-        for scores, w in ((ranker, 1.0), (bm25, weight)):
-            # average_ranks: 1 = best (ties share the mean rank)
-            fused[rows] += w / (RRF_K + average_ranks(scores[rows]))
-    return fused
+    groups = question_groups(question_index([r.question_id for r in records]))
+    return reciprocal_rank_fusion([ranker, bm25], groups, weights=[1.0, weight])
 
 
 def compare(

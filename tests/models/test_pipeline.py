@@ -101,6 +101,9 @@ def test_hybrid_fusion_is_reciprocal_rank_fusion_with_average_ranks_for_ties():
     groups = question_groups(question_index([r.question_id for r in data]))
     scores = [bm25_like.predict(data), dense_like.predict(data)]
     assert np.allclose(reciprocal_rank_fusion(scores, groups), expected, rtol=0, atol=1e-15)
+    weighted = [1 / 61 + 0.5 / 62.5, 1 / 62 + 0.5 / 61, 1 / 63 + 0.5 / 62.5, 1.5 / 61]
+    fused = reciprocal_rank_fusion(scores, groups, weights=[1.0, 0.5])
+    assert np.allclose(fused, weighted, rtol=0, atol=1e-15)
     spy = Spy(Table(dict.fromkeys("wxyz", 0.0)))
     pipeline = PipelineRanker([bm25_like, dense_like], spy, 1)
     assert np.allclose(pipeline.first_stage_scores(data, groups), expected, rtol=0, atol=1e-15)

@@ -231,14 +231,19 @@ def question_groups(question_of: np.ndarray) -> list[np.ndarray]:
 
 
 def reciprocal_rank_fusion(
-    scores: Sequence[np.ndarray], groups: Sequence[np.ndarray], k: int = RRF_K
+    scores: Sequence[np.ndarray],
+    groups: Sequence[np.ndarray],
+    k: int = RRF_K,
+    weights: Sequence[float] | None = None,
 ) -> np.ndarray:
-    """Per question, ``sum_r 1 / (k + rank_r)``: ``rank_r`` is the 1-based rank under
-    ``scores[r]`` (highest first), tied candidates sharing their average rank."""
+    """Per question, ``sum_r w_r / (k + rank_r)``: ``rank_r`` is the 1-based rank under
+    ``scores[r]`` (highest first), tied candidates sharing their average rank; every
+    weight ``w_r`` is 1 unless ``weights`` are given."""
+    weights = weights or [1.0] * len(scores)
     fused = np.zeros(len(scores[0]), dtype=np.float64)
     for rows in groups:
-        for column in scores:
-            fused[rows] += 1.0 / (k + average_ranks(column[rows]))
+        for column, weight in zip(scores, weights, strict=True):
+            fused[rows] += weight / (k + average_ranks(column[rows]))
     return fused
 
 
