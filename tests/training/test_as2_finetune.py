@@ -439,3 +439,34 @@ def test_fresh_head_is_refused_where_there_is_no_saved_head(tiny_bert, tmp_path)
     saved = BiEncoderRanker.from_backbone(str(tiny_bert)).save_pretrained(tmp_path / "saved")
     with pytest.raises(InputError, match="no scoring head"):
         As2RankerSpec(str(saved), fresh_head=True)
+
+
+def test_wise_alpha_saves_the_best_step_mixed_with_the_start(tiny_bert, tmp_path):
+    from ctxsent.evaluation.as2_metrics import as2_metrics
+    from ctxsent.models.bi_encoder import BiEncoderRanker
+    from ctxsent.training.as2_finetune import As2RankerSpec
+
+    train, dev = synthetic_as2(16, seed=1), synthetic_as2(4, seed=2)
+    spec = As2RankerSpec(init=str(tiny_bert), max_length=16, arch="bi-encoder")
+    config = As2TrainConfig(
+        learning_rate=3e-3, batch_size=8, max_steps=3, eval_every=3, seed=7, precision="fp32",
+        accelerator="cpu", loss="listwise",
+    )  # fmt: skip
+    finetune_as2(spec, train, dev, tmp_path / "tuned", config)
+    record = finetune_as2(
+        spec, train, dev, tmp_path / "mixed", config.with_changes(wise_alpha=0.25)
+    )
+    start = _weights(BiEncoderRanker.from_backbone(str(tiny_bert), max_length=16))
+    tuned = _weights(ctxsent.load(tmp_path / "tuned" / "model"))
+    mixed = ctxsent.load(tmp_path / "mixed" / "model")
+    changed = [name for name in start if not torch.equal(start[name], tuned[name])]
+    assert changed
+    for name, tensor in _weights(mixed).items():
+        expected = start[name].lerp(tuned[name], 0.25) if name in changed else start[name]
+        assert torch.allclose(tensor, expected, atol=1e-6), name
+    ids, labels = [r.question_id for r in dev], [r.label for r in dev]
+    assert record["metrics"]["dev"]["map"] == pytest.approx(
+        as2_metrics(ids, labels, mixed.predict(dev))["map"], abs=1e-6
+    )
+    with pytest.raises(InputError, match="wise_alpha"):
+        As2TrainConfig(wise_alpha=0.0)

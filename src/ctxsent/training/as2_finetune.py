@@ -57,6 +57,7 @@ from ctxsent.training.engine import Evaluation, OptimizerSettings, train_objecti
 from ctxsent.training.runs import TrainingRun, records_digest
 from ctxsent.training.sampling import LengthGroupedBatches, QuestionBatches
 from ctxsent.training.settings import ARCHS, MIN_INPUT_LENGTH, warn_uneven_accumulation
+from ctxsent.training.weight_averaging import copy_state, mix_weights
 
 #: The rankers :func:`finetune_as2` trains.
 TrainableRanker = TransformerRanker | BiEncoderRanker
@@ -330,7 +331,9 @@ def finetune_as2(
     reproducible from the seed; a ranker built beforehand keeps the initialisation the
     global RNG gave it then. Resumes from ``OUT/checkpoints/last.ckpt`` when it exists.
     Returns the run's record (``OUT/run.json``): its ``best`` holds the best dev metrics and
-    the step they were reached at, its ``metrics`` the test metrics.
+    the step they were reached at, its ``metrics`` the test metrics. With ``wise_alpha`` below
+    1 the saved model is the best step mixed with the start (WiSE-FT), and ``metrics`` also
+    holds its ``dev`` metrics.
     """
     config = config or As2TrainConfig()
     if isinstance(ranker, As2RankerSpec):
@@ -353,6 +356,7 @@ def finetune_as2(
         )
     build = ranker.build if isinstance(ranker, As2RankerSpec) else lambda: ranker
     with run.started(build) as ranker:  # a bad spec (a max_length too long) stops here
+        start = None if config.wise_alpha == 1 else copy_state(ranker)
         mined = ranker.predict(train) if config.hard_negatives else None
         train = sample_negatives(train, config.max_negatives_per_question, config.seed, mined)
         train_batches, train_questions = _train_batches(train, config)
@@ -384,10 +388,14 @@ def finetune_as2(
         )
         sizes = {name: _data_size(records) for name, records in (("train", train), ("dev", dev))}
         metrics = {}
-        if test and trained.is_global_zero:
+        if (test or start) and trained.is_global_zero:
             with warnings.catch_warnings():  # the run's own model, before it finishes
                 warnings.simplefilter("ignore", UnfinishedRunWarning)
                 best = load_model_folder(run.model_dir)
+        if start and trained.is_global_zero:
+            mix_weights(best, start, config.wise_alpha).save_pretrained(run.model_dir)
+            metrics["dev"] = score_as2(best, clean(dev), config.eval_batch_size)
+        if test and trained.is_global_zero:
             metrics["test"] = score_as2(best, clean(test), config.eval_batch_size)
         return run.finish(trained, metrics, data=sizes)
 

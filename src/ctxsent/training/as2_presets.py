@@ -58,6 +58,10 @@ class As2TrainConfig(RunSettings):
     #: Bi-encoders with ``max_negatives_per_question``: keep each question's negatives that
     #: the model scores highest before training (its zero-shot start), not random ones.
     hard_negatives: bool = False
+    #: WiSE-FT (Wortsman et al. 2022, Eq. 1; :mod:`~ctxsent.training.weight_averaging`): the
+    #: saved model is ``(1 - wise_alpha) * start + wise_alpha * best``, the best dev step's
+    #: weights mixed with the ones training started from; 1.0 saves the best step as it is.
+    wise_alpha: float = 1.0
     seed: int = 42
     #: more epochs or steps go on from the checkpoint
     limits: ClassVar[tuple[str, ...]] = ("epochs", "max_steps", "patience")
@@ -67,6 +71,7 @@ class As2TrainConfig(RunSettings):
         check_range(self, "batch_size epochs max_steps eval_every patience eval_batch_size", 1)
         check_range(self, "max_negatives_per_question questions_per_batch", 1)
         check_range(self, "warmup_ratio", 0, 1)
+        check_range(self, "wise_alpha", 0, 1, above=True)
         check_range(self, "weight_decay max_grad_norm seed", 0)
         check_choice(self, "loss", LOSSES)
         super().__post_init__()

@@ -19,6 +19,11 @@ from torch import nn
 MIXING_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
+def copy_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of ``model``'s weights (its ``state_dict``), for :func:`mix_weights` later."""
+    return {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
+
+
 @torch.no_grad()
 def mix_weights(model: nn.Module, start: Mapping[str, torch.Tensor], alpha: float) -> nn.Module:
     """Set ``model``'s floating-point tensors to ``(1 - alpha) * start + alpha * model``
@@ -40,7 +45,7 @@ def choose_mixing(
 ) -> tuple[float, dict[float, float]]:
     """The alpha of ``grid`` with the best ``dev_metric`` (ties: the larger alpha, the one
     closer to the trained model) and every alpha's metric; ``model`` is left at that alpha."""
-    fine_tuned = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    fine_tuned = copy_state(model)
     scores = {}
     for alpha in sorted(grid):
         model.load_state_dict(fine_tuned)
