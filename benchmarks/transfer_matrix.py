@@ -8,14 +8,19 @@ source's dev (WikiQA dev-clean; SQuAD-AS2's first ``--squad-dev-questions`` dev 
 which span its 7 articles). Targets: WikiQA test-clean, SelQA test and SQuAD-AS2 test,
 each against zero-shot MiniLM and BM25 with paired 95% bootstrap intervals over questions.
 
-Chosen on the source's dev only, never on a test split:
-* ``wise``: WiSE-FT, the fine-tuned weights mixed with MiniLM's (``choose_mixing``);
-* ``fused``: reciprocal rank fusion with BM25, BM25's weight from :data:`FUSION_WEIGHTS`.
+Chosen on dev, never on a test split:
+* ``wise``: WiSE-FT (``wise_alpha``: the fine-tuned weights mixed with MiniLM's) at the
+  largest alpha of :data:`MIXING_GRID` at which every run's MAP on each dev set it did not
+  train on (WikiQA dev for SQuAD-AS2, SQuAD-AS2 dev for WikiQA) is at least zero-shot
+  MiniLM's: in-domain dev alone cannot see what fine-tuning costs elsewhere (it chose alpha
+  1.0 for every source). The ``as2-bi-encoder`` preset's ``wise_alpha`` is this choice;
+  runs are trained unmixed and mixed here, so every alpha's dev MAP is printed.
+* ``fused``: reciprocal rank fusion with BM25, BM25's weight from :data:`FUSION_WEIGHTS`,
+  chosen on the source's dev.
 
 Every run and every score vector is cached under ``--out`` (a killed job goes on where it
-stopped; a finished run's WiSE-FT mix is read back from ``matrix.json``). Intervals are
-Bonferroni-corrected over the matrix's cells (source x seed x target). Prints one JSON object;
-``matrix.json`` in ``--out`` holds it too.
+stopped). Intervals are Bonferroni-corrected over the matrix's cells (source x seed x
+target). Prints one JSON object; ``matrix.json`` in ``--out`` holds it too.
 
     HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 nice -n 10 python benchmarks/transfer_matrix.py \
         --out runs/matrix --squad runs/squad-as2 --seeds 42 --threads 1
@@ -42,8 +47,10 @@ from ctxsent.tasks.as2_load import load_as2, mix_sources
 from ctxsent.tasks.as2_records import As2Record, clean, first_questions
 from ctxsent.training.as2_finetune import As2RankerSpec, As2TrainConfig, finetune_as2
 from ctxsent.training.as2_presets import BI_ENCODER_RECIPE
-from ctxsent.training.weight_averaging import choose_mixing, mix_weights
+from ctxsent.training.weight_averaging import copy_state, mix_weights
 
+#: WiSE-FT mixes tried on dev, the fine-tuned model's share (1.0: unmixed).
+MIXING_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 #: BM25's weight in the fusion (the fine-tuned ranker's is 1); 0 keeps the ranker alone.
 FUSION_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 SOURCES = {
@@ -53,6 +60,7 @@ SOURCES = {
     "balanced": ("wikiqa", "squad"),  # each set drawn about equally (balance_sources)
 }
 TARGETS = ("wikiqa", "selqa", "squad")
+DEV_SETS = ("wikiqa", "squad")
 METRICS = ("map", "mrr", "p@1")
 
 
@@ -96,6 +104,10 @@ def metrics_of(records: list[As2Record], scores: np.ndarray):
     )
 
 
+def dev_map(records: list[As2Record], scores: np.ndarray) -> float:
+    return float(metrics_of(records, scores).values["map"].mean())
+
+
 def fuse(records: list[As2Record], ranker: np.ndarray, bm25: np.ndarray, weight: float):
     """Weighted reciprocal rank fusion per question: ``1/(k + rank) + w/(k + rank_bm25)``."""
     groups = question_groups(question_index([r.question_id for r in records]))
@@ -129,7 +141,7 @@ def train(source: str, seed: int, sets: dict, out: Path, recipe: dict) -> dict:
     result_file = run / "result.json"
     if result_file.exists():
         return json.loads(result_file.read_text())
-    config = As2TrainConfig(**{**recipe, "seed": seed})
+    config = As2TrainConfig(**{**recipe, "seed": seed, "wise_alpha": 1.0})
     started = time.process_time()
     best = finetune_as2(
         As2RankerSpec(arch="bi-encoder"),
@@ -163,66 +175,74 @@ def main() -> None:
     sets = data_sets(args.root, args.squad, args.squad_dev_questions)
     cache = ScoreCache(args.out / "scores")
     zero_shot, bm25 = ctxsent.load("bi-encoder"), ctxsent.load("bm25")
-    start = {k: v.clone() for k, v in zero_shot.state_dict().items()}
+    start = copy_state(zero_shot)
     # Bonferroni over the matrix's cells (source x target), each a claim against a baseline
     level = 1 - 0.05 / (len(args.sources) * len(args.seeds) * len(TARGETS))
-    previous = args.out / "matrix.json"
-    chosen = json.loads(previous.read_text())["runs"] if previous.exists() else {}
     report: dict = {
         "machine": machine(args.threads),
         "recipe": recipe,
         "interval_level": round(level, 4),
         "runs": {},
     }
-    for source in args.sources:
-        for seed in args.seeds:
-            best = train(source, seed, sets, args.out, recipe)
-            key = f"{source}-{seed}"
-            model_dir = args.out / key / "model"
-            dev = source_split(sets, source, "dev")
-
-            def dev_map(model, dev=dev) -> float:
-                return float(metrics_of(dev, np.asarray(model.predict(dev))).values["map"].mean())
-
-            wise = ctxsent.load(str(model_dir))
-            if key in chosen:  # chosen on dev before: mix at that alpha again
-                alpha_maps = {float(a): m for a, m in chosen[key]["wise_dev_map"].items()}
-                alpha = chosen[key]["wise_alpha"]
-                mix_weights(wise, start, alpha)
-            else:
-                alpha, alpha_maps = choose_mixing(wise, start, dev_map)
-            tuned = ctxsent.load(str(model_dir))
-            dev_tuned = cache(f"{key}-dev", tuned, dev)
-            dev_bm25 = bm25.predict(dev)
-            fusion_maps = {
-                w: float(metrics_of(dev, fuse(dev, dev_tuned, dev_bm25, w)).values["map"].mean())
-                for w in FUSION_WEIGHTS
+    runs = [(source, seed) for source in args.sources for seed in args.seeds]
+    zero_dev = {d: dev_map(sets[d]["dev"], cache(f"zero-shot-dev-{d}", zero_shot, sets[d]["dev"]))
+                for d in DEV_SETS}  # fmt: skip
+    curves = {}
+    for source, seed in runs:  # train, then every mix's MAP on the dev sets it did not train on
+        report["runs"][f"{source}-{seed}"] = {"train": train(source, seed, sets, args.out, recipe)}
+        tuned = ctxsent.load(str(args.out / f"{source}-{seed}" / "model"))
+        tuned_state = copy_state(tuned)
+        curves[f"{source}-{seed}"] = curve = {}
+        for d in (d for d in DEV_SETS if d not in SOURCES[source]):
+            curve[d] = {}
+            for alpha in MIXING_GRID:
+                tuned.load_state_dict(tuned_state)
+                mix_weights(tuned, start, alpha)
+                scores = cache(f"{source}-{seed}-wise{alpha}-dev-{d}", tuned, sets[d]["dev"])
+                curve[d][alpha] = dev_map(sets[d]["dev"], scores)
+    kept = [
+        a for a in MIXING_GRID
+        if all(c[a] >= zero_dev[d] for curve in curves.values() for d, c in curve.items())
+    ]  # fmt: skip
+    alpha = max(kept, default=MIXING_GRID[0])  # none keeps them all: the most robust
+    report["wise"] = {
+        "alpha": alpha,
+        "zero_shot_dev_map": {d: round(m, 4) for d, m in zero_dev.items()},
+        "dev_map": {
+            key: {d: {str(a): round(m, 4) for a, m in c.items()} for d, c in curve.items()}
+            for key, curve in curves.items()
+        },
+    }
+    for source, seed in runs:
+        key = f"{source}-{seed}"
+        dev = source_split(sets, source, "dev")
+        tuned = ctxsent.load(str(args.out / key / "model"))
+        wise = mix_weights(ctxsent.load(str(args.out / key / "model")), start, alpha)
+        dev_tuned = cache(f"{key}-dev", tuned, dev)
+        dev_bm25 = bm25.predict(dev)
+        fusion_maps = {w: dev_map(dev, fuse(dev, dev_tuned, dev_bm25, w)) for w in FUSION_WEIGHTS}
+        weight = max(sorted(fusion_maps), key=fusion_maps.get)  # ties: the smaller weight
+        targets = {}
+        for target in TARGETS:
+            records = sets[target]["test"]
+            scores = {
+                "zero-shot": cache(f"zero-shot-{target}", zero_shot, records),
+                "bm25": cache(f"bm25-{target}", bm25, records),
+                "fine-tuned": cache(f"{key}-{target}", tuned, records),
             }
-            weight = max(sorted(fusion_maps), key=fusion_maps.get)  # ties: the smaller weight
-            targets = {}
-            for target in TARGETS:
-                records = sets[target]["test"]
-                scores = {
-                    "zero-shot": cache(f"zero-shot-{target}", zero_shot, records),
-                    "bm25": cache(f"bm25-{target}", bm25, records),
-                    "fine-tuned": cache(f"{key}-{target}", tuned, records),
-                }
-                scores["wise"] = (
-                    scores["fine-tuned"]
-                    if alpha == 1.0
-                    else cache(f"{key}-wise{alpha}-{target}", wise, records)
-                )
-                scores["fused"] = fuse(records, scores["fine-tuned"], scores["bm25"], weight)
-                targets[target] = compare(records, scores, level)
-            report["runs"][key] = {
-                "train": best,
-                "wise_alpha": alpha,
-                "wise_dev_map": {str(a): round(m, 4) for a, m in alpha_maps.items()},
-                "fusion_weight": weight,
-                "fusion_dev_map": {str(w): round(m, 4) for w, m in fusion_maps.items()},
-                "test": targets,
-            }
-            (args.out / "matrix.json").write_text(json.dumps(report, indent=2))
+            scores["wise"] = (
+                scores["fine-tuned"]
+                if alpha == 1.0
+                else cache(f"{key}-wise{alpha}-{target}", wise, records)
+            )
+            scores["fused"] = fuse(records, scores["fine-tuned"], scores["bm25"], weight)
+            targets[target] = compare(records, scores, level)
+        report["runs"][key] |= {
+            "fusion_weight": weight,
+            "fusion_dev_map": {str(w): round(m, 4) for w, m in fusion_maps.items()},
+            "test": targets,
+        }
+        (args.out / "matrix.json").write_text(json.dumps(report, indent=2))
     if len(args.seeds) > 1:
         report["over_seeds"] = over_seeds(report["runs"], args.sources, args.seeds)
     print(json.dumps(report, indent=2))
