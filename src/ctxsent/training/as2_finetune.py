@@ -56,7 +56,7 @@ from ctxsent.training.as2_presets import (
     As2RankerSpec,
     As2TrainConfig,
 )
-from ctxsent.training.engine import Evaluation, OptimizerSettings, train_objective
+from ctxsent.training.engine import Evaluation, OptimizerSettings
 from ctxsent.training.runs import TrainingRun, records_digest
 from ctxsent.training.sampling import LengthGroupedBatches, QuestionBatches
 from ctxsent.training.settings import warn_uneven_accumulation
@@ -283,13 +283,10 @@ def finetune_as2(
         def save() -> None:
             ranker.save_pretrained(run.model_dir)
 
-        trained = train_objective(
+        trained = run.train(
             As2Objective(ranker, config, train_questions),
             _loader(ranker, train, train_batches),
-            run.out,
-            config,
             optimizer_settings(ranker, config),
-            seed=config.seed,
             max_epochs=config.epochs,
             max_steps=config.max_steps or -1,
             max_grad_norm=config.max_grad_norm,
