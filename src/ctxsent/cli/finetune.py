@@ -26,8 +26,7 @@ AS2_DATA = (
 AS2_SETTINGS = (
     "epochs max_steps batch_size learning_rate head_lr_scale warmup_ratio eval_every patience "
     "max_negatives_per_question loss questions_per_batch temperature in_batch_negatives "
-    "hard_negatives precision accelerator devices strategy num_nodes accumulate seed "
-    "keep_checkpoints"
+    f"hard_negatives {PLACEMENT} accumulate seed keep_checkpoints"
 )
 
 app = typer.Typer(no_args_is_help=True, help="Fine-tune rankers on labelled data.")

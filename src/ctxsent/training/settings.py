@@ -19,9 +19,9 @@ Precision = Literal["auto", "fp32", "bf16", "fp16"]
 Accelerator = Literal["auto", "cpu", "gpu", "cuda"]
 #: Lightning strategies for many GPUs or machines.
 Strategy = Literal["auto", "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "fsdp"]
-#: AS2 fine-tuning losses (:class:`~ctxsent.training.as2_finetune.As2TrainConfig`).
+#: AS2 fine-tuning losses (:class:`~ctxsent.training.as2_presets.As2TrainConfig`).
 Loss = Literal["pointwise", "listwise"]
-#: AS2 ranker architectures (:class:`~ctxsent.training.as2_finetune.As2RankerSpec`).
+#: AS2 ranker architectures (:class:`~ctxsent.training.as2_presets.As2RankerSpec`).
 Arch = Literal["cross-encoder", "cascade", "bi-encoder"]
 
 PRECISIONS: tuple[str, ...] = get_args(Precision)
