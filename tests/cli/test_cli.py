@@ -234,6 +234,27 @@ def test_rank_prints_the_best_sentence_first(tmp_path):
     assert answer["next"] == "Three keepers lived on the island."
 
 
+def test_rank_is_rank_answers(tmp_path, as2_file):
+    from dataclasses import asdict
+
+    from ctxsent.serving.answers import rank_answers
+
+    document = tmp_path / "doc.txt"
+    document.write_text("The tower was lit in 1874. Three keepers lived there. It is white.")
+    questions = ["when was the tower lit", "who lived there"]
+    for cli_args, python_args in [
+        (["--question", questions[0], "--question", questions[1], "--document", str(document)],
+         {"questions": questions, "document": document}),
+        (["--data", str(as2_file), "--columns", "question=question"],
+         {"data": str(as2_file), "columns": {"question": "question"}}),
+    ]:  # fmt: skip
+        result = run_cli("rank", "--model", "bm25", "--top-k", "2", "--json", *cli_args)
+        assert result.exit_code == 0, result.output
+        ranked = rank_answers("bm25", top_k=2, **python_args)
+        expected = [{k: v for k, v in asdict(r).items() if k != "contextual"} for r in ranked]
+        assert json.loads(result.stdout) == expected and len(expected) in (2, 3)
+
+
 def test_finetune_cascade_then_eval_with_alpha(tmp_path, tiny_bert):
     data = tmp_path / "data"
     write_as2_jsonl(synthetic_as2(8, seed=1), data / "train.jsonl")

@@ -7,16 +7,21 @@ their values (``Literal`` types), so a bad value is a usage error before any wor
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import math
 import re
+import types
+import typing
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
 
 from ctxsent.errors import InputError
 from ctxsent.models.precision import PrecisionName
-from ctxsent.training.settings import Accelerator, Precision, Strategy
+from ctxsent.training.settings import Accelerator, RunSettings
 
 OverwriteOption = Annotated[
     bool,
@@ -53,10 +58,6 @@ def devices(text: str) -> int | str:
         return text
     raise ValueError("expected auto, a count >= 1, -1 (all) or ids like 0,1")
 
-
-DevicesOption = Annotated[
-    str, typer.Option(parser=devices, help="auto, a count, -1 (all) or GPU ids like 0,1")
-]
 
 MODEL_HELP = (
     "a saved model folder, bm25, bi-encoder[:BACKBONE], st:PATH or ce:PATH "
@@ -124,14 +125,6 @@ def report_dropped(dropped: dict[str, int], hint: str = "") -> None:
         )
 
 
-PrecisionOption = Annotated[
-    Precision,
-    typer.Option(
-        help="training precision: auto (bf16 on GPUs and on CPUs with native bf16, else "
-        "fp32), fp32, bf16 or fp16 (mixed, fp32 master weights)"
-    ),
-]
-
 InferencePrecisionOption = Annotated[
     PrecisionName,
     typer.Option(
@@ -141,42 +134,10 @@ InferencePrecisionOption = Annotated[
 ]
 
 AcceleratorOption = Annotated[
-    Accelerator, typer.Option(help="where it runs: auto (a GPU if there is one), cpu, gpu")
+    Accelerator, typer.Option(help=RunSettings.__dataclass_fields__["accelerator"].metadata["help"])
 ]
 
 BatchSizeOption = Annotated[int, typer.Option(min=1, help="records per forward pass")]
-
-StrategyOption = Annotated[
-    Strategy,
-    typer.Option(help="Lightning strategy: auto, ddp (several GPUs or CPU processes), fsdp"),
-]
-
-NumNodesOption = Annotated[int, typer.Option(min=1, help="machines (torchrun / SLURM)")]
-
-AccumulateOption = Annotated[
-    int | None,
-    typer.Option(
-        min=1,
-        help="split each batch into this many forward passes whose gradients add up to one "
-        "step (gradient accumulation: less memory, the same batch)",
-    ),
-]
-EvalOption = Annotated[
-    str | None,
-    typer.Option(
-        "--eval",
-        help="evaluate during training, keep the best model in OUT and stop early on it: "
-        "as2:DATA (dev MAP), senteval:FOLDER[:TASK,...], squad:FILE[:QUESTIONS] (Recall@20); "
-        "SSP also 'heldout' (AUC on its unseen examples)",
-    ),
-]
-EvalEveryOption = Annotated[
-    int | None, typer.Option(min=1, help="steps between evaluations (default: every checkpoint)")
-]
-PatienceOption = Annotated[
-    int | None,
-    typer.Option(min=1, help="stop after this many evaluations without a better metric"),
-]
 
 
 def cli_terms(err: Exception, text: str, root: Any) -> str:
@@ -212,3 +173,56 @@ def option_flags(root: Any) -> dict[str, str]:
             flags.setdefault(param.name, flag)
             flags.setdefault(flag[2:].replace("-", "_"), flag)
     return flags
+
+
+_KEYWORD = inspect.Parameter.KEYWORD_ONLY
+
+
+def config_options(
+    config: type, names: str, into: str = "settings", defaults: bool = False
+) -> Callable:
+    """Decorate a command with an option per field of the dataclass ``config`` in ``names``
+    (built from the field's type and its :func:`~ctxsent.training.settings.setting`
+    metadata), in the place of its parameter ``into``; the command gets ``into``, a dict of
+    the options given. An option not given is left out, so the preset's value stays; with
+    ``defaults`` (a config without presets) it is the field's default, shown in ``--help``."""
+    hints = typing.get_type_hints(config)
+    fields = {f.name: f for f in dataclasses.fields(config)}
+    options = [_option(fields[n], hints[n], defaults) for n in names.split()]
+
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command, eval_str=True)
+        params = [p.replace(kind=_KEYWORD) for p in signature.parameters.values()]
+        at = [p.name for p in params].index(into)
+
+        @functools.wraps(command)
+        def run(**values: Any) -> Any:
+            given = {o.name: values.pop(o.name) for o in options}
+            return command(**values, **{into: {k: v for k, v in given.items() if v is not None}})
+
+        run.__signature__ = signature.replace(parameters=params[:at] + options + params[at + 1 :])
+        run.__annotations__ = {p.name: p.annotation for p in run.__signature__.parameters.values()}
+        del run.__wrapped__  # typer reads the signature above
+        return run
+
+    return decorate
+
+
+def _option(field: dataclasses.Field, kind: Any, default: bool) -> inspect.Parameter:
+    """The typer option of ``field`` (type ``kind``): default ``None`` (not given), or with
+    ``default`` the field's."""
+    members = [a for a in typing.get_args(kind) if a is not type(None)]
+    if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(members) == 1:
+        kind = members[0]  # X | None -> X
+    if typing.get_origin(kind) in (Sequence, tuple, list):
+        kind = list[typing.get_args(kind)[0]]
+    kind = kind | None
+    meta = field.metadata
+    extra: dict[str, Any] = {"min": meta.get("min"), "max": meta.get("max")}
+    if field.name == "devices":
+        kind, extra["parser"] = str | None, devices
+    elif kind == float | None:
+        extra["callback"] = positive if meta.get("positive") else finite
+    option = Annotated[kind, typer.Option(*meta.get("flags", ()), help=meta["help"], **extra)]
+    value = field.default if default and field.default != () else None
+    return inspect.Parameter(field.name, _KEYWORD, default=value, annotation=option)

@@ -17,37 +17,18 @@ from typing import Annotated, Literal
 
 import typer
 
-from ctxsent.cli.options import (
-    AcceleratorOption,
-    AccumulateOption,
-    DevicesOption,
-    EvalEveryOption,
-    EvalOption,
-    NumNodesOption,
-    OverwriteOption,
-    PatienceOption,
-    PrecisionOption,
-    SeedOption,
-    StrategyOption,
-    finite,
-    positive,
-)
+from ctxsent.cli.options import OverwriteOption, config_options
 from ctxsent.errors import InputError
 from ctxsent.presets import apply_overrides, get_preset, presets
-from ctxsent.training.settings import Accelerator, Precision, Strategy
+from ctxsent.training.cross_thought_presets import CrossThoughtPretrainConfig
+from ctxsent.training.encoder_presets import EncoderPretrainConfig
+from ctxsent.training.ssp_presets import SspPretrainConfig
 
 app = typer.Typer(no_args_is_help=True, help="Pre-train sentence encoders on a corpus.")
 CROSS_THOUGHT_PRESETS = (
     "a cross-thought preset, e.g. cross-thought-1-64 (paper scale) or cross-thought-1-64-cpu "
     "(minutes on CPU); list them with 'ctxsent presets --family cross-thought'"
 )
-KeepCheckpointsOption = Annotated[
-    bool,
-    typer.Option(
-        help="keep OUT/checkpoints when the run finishes (to go on with more steps later); "
-        "by default a finished run keeps none, an interrupted one its newest"
-    ),
-]
 SetOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -63,69 +44,47 @@ def report(record: dict, out: Path) -> None:
     typer.echo(json.dumps({"model": str(out / "model"), **record}, indent=2))
 
 
-def configured(name: str, family: str, flags: dict, assignments: list[str] | None):
-    """Preset ``name``'s config, then the command's options that were given (not ``None``),
+def configured(name: str, family: str, settings: dict, assignments: list[str] | None):
+    """Preset ``name``'s config, then the command's options that were given (``settings``),
     then the ``--set`` ``assignments``; every key and value checked, nothing loaded."""
-    config = get_preset(name, family).config
-    config = replace(config, **{k: v for k, v in flags.items() if v is not None})
-    return apply_overrides(config, assignments or ())
+    return apply_overrides(replace(get_preset(name, family).config, **settings), assignments or ())
+
+
+#: The run settings every pre-training command offers.
+PRETRAIN_SETTINGS = "accumulate eval eval_every patience keep_checkpoints"
+PLACEMENT = "precision accelerator devices strategy num_nodes"
 
 
 @app.command("cross-thought")
+@config_options(
+    CrossThoughtPretrainConfig,
+    f"max_minutes max_steps backbone {PLACEMENT} seed {PRETRAIN_SETTINGS}",
+)
 def cross_thought(
     preset: Annotated[str, typer.Option(help=CROSS_THOUGHT_PRESETS)],
     data: Annotated[
         Path, typer.Option(help="a data folder from 'ctxsent pretrain-data cross-thought'")
     ],
     out: Annotated[Path, typer.Option(help="run folder (OUT/model, OUT/run.json); resumable")],
-    max_minutes: Annotated[
-        float | None,
-        typer.Option(
-            "--max-minutes",
-            "--budget",
-            callback=positive,
-            help="stop after this many minutes (total, across resumes)",
-        ),
-    ] = None,
-    max_steps: Annotated[
-        int | None, typer.Option(min=1, help="override the preset's steps")
-    ] = None,
-    backbone: Annotated[
-        str, typer.Option(help="tokenizer and architecture (BERT-style); the data's tokenizer")
-    ] = "all-MiniLM-L6-v2",
     init: Annotated[
         Literal["backbone", "random"] | None,
         typer.Option(help="'backbone' (its weights) or 'random'; default: the preset's choice"),
     ] = None,
-    precision: PrecisionOption = "auto",
-    accelerator: AcceleratorOption = "auto",
-    devices: DevicesOption = "auto",
-    strategy: StrategyOption = "auto",
-    num_nodes: NumNodesOption = 1,
-    seed: SeedOption = 0,
-    accumulate: AccumulateOption = None,
-    eval_: EvalOption = None,
-    eval_every: EvalEveryOption = None,
-    patience: PatienceOption = None,
+    settings: dict | None = None,
     set_: SetOption = None,
-    keep_checkpoints: KeepCheckpointsOption = False,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train a Cross-Thought encoder (or an MLM baseline) on a data folder."""
     from ctxsent.training.cross_thought_train import pretrain_cross_thought
 
-    flags = dict(
-        backbone=backbone, from_backbone=None if init is None else init == "backbone",
-        max_steps=max_steps, max_minutes=max_minutes, precision=precision,
-        accelerator=accelerator, devices=devices, strategy=strategy, num_nodes=num_nodes,
-        seed=seed, accumulate=accumulate, eval=eval_, eval_every=eval_every, patience=patience,
-        keep_checkpoints=keep_checkpoints or None,
-    )  # fmt: skip
-    config = configured(preset, "cross-thought", flags, set_)  # before the data is read
+    if init is not None:
+        settings["from_backbone"] = init == "backbone"
+    config = configured(preset, "cross-thought", settings, set_)  # before the data is read
     report(pretrain_cross_thought(data, out, config, overwrite), out)
 
 
 @app.command("encoder")
+@config_options(EncoderPretrainConfig, f"word_vectors max_minutes max_steps {PRETRAIN_SETTINGS}")
 def encoder(
     preset: str | None = typer.Argument(
         None, help="An encoder preset, e.g. rnn-cnn-small-cpu (see --list); or use --preset."
@@ -137,22 +96,11 @@ def encoder(
         None, help="Data folder from 'ctxsent pretrain-data encoder' (same vocabulary settings)."
     ),
     out: Path | None = typer.Option(None, help="Run folder; rerun with it to resume."),
-    word_vectors: str | None = typer.Option(
-        None, help="GloVe/word2vec file or folder, 'glove-6b-50d', or 'none' (random init)."
-    ),
-    max_minutes: float | None = typer.Option(
-        None, callback=positive, help="Wall-clock budget of the whole run."
-    ),
-    max_steps: int | None = typer.Option(None, min=1, help="Optimiser steps of the whole run."),
-    accumulate: AccumulateOption = None,
-    eval_: EvalOption = None,
-    eval_every: EvalEveryOption = None,
-    patience: PatienceOption = None,
+    settings: dict | None = None,
     set_: SetOption = None,
     list_presets: bool = typer.Option(
         False, "--list", help="Print the encoder presets (as 'ctxsent presets') and exit."
     ),
-    keep_checkpoints: KeepCheckpointsOption = False,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Pre-train an RNN-CNN or Mean-Max AAE sentence encoder; saves OUT/model."""
@@ -169,16 +117,16 @@ def encoder(
         raise InputError("name a preset (see --list)", field="preset")
     if data is None or out is None:
         raise InputError("--data and --out are required", field="data" if data is None else "out")
-    flags = dict(
-        word_vectors=word_vectors, max_minutes=max_minutes, max_steps=max_steps,
-        accumulate=accumulate, eval=eval_, eval_every=eval_every, patience=patience,
-        keep_checkpoints=keep_checkpoints or None,
-    )  # fmt: skip
-    config = configured(name, "encoder", flags, set_)
+    config = configured(name, "encoder", settings, set_)
     report(pretrain_encoder(data, out, config, overwrite), out)
 
 
 @app.command("ssp")
+@config_options(
+    SspPretrainConfig,
+    "backbone max_steps batch_size learning_rate head_lr_scale warmup_steps ssp_weight readout "
+    f"checkpoint_every {PLACEMENT} seed {PRETRAIN_SETTINGS}",
+)
 def ssp(
     data: Annotated[Path, typer.Option(help="folder from 'ctxsent pretrain-data ssp'")],
     out: Annotated[Path, typer.Option(help="run folder; the model goes to OUT/model")],
@@ -189,73 +137,12 @@ def ssp(
             "data's tokenizer (pretrain-data ssp --train-tokenizer)"
         ),
     ] = "ssp-dpc-cpu",
-    backbone: Annotated[
-        str | None, typer.Option(help="override the preset's backbone (not for ELECTRA)")
-    ] = None,
-    max_steps: Annotated[
-        int | None, typer.Option(min=1, help="override the preset's steps")
-    ] = None,
-    batch_size: Annotated[
-        int | None, typer.Option(min=1, help="override the preset's batch size")
-    ] = None,
-    lr: Annotated[
-        float | None, typer.Option(callback=positive, help="override the preset's learning rate")
-    ] = None,
-    head_lr_scale: Annotated[
-        float | None,
-        typer.Option(callback=positive, help="learning-rate multiplier of the new SSP head"),
-    ] = None,
-    warmup_steps: Annotated[
-        int | None, typer.Option(min=0, help="override the preset's warm-up steps")
-    ] = None,
-    ssp_weight: Annotated[
-        float | None,
-        typer.Option(
-            min=0,
-            callback=finite,
-            help="SSP loss weight (paper: 1, equal to MLM); 0 = the MLM-only control",
-        ),
-    ] = None,
-    readout: Annotated[
-        Literal["cls", "mean"] | None,
-        typer.Option(help="cls (the paper's [CLS] head) | mean (the cascade's mean-pooled FFN)"),
-    ] = None,
-    checkpoint_every: Annotated[
-        int | None,
-        typer.Option("--checkpoint-every", "--save-every", min=1, help="steps between checkpoints"),
-    ] = None,
-    precision: Annotated[
-        Precision | None, typer.Option(help="training precision (default: the preset's)")
-    ] = None,
-    accelerator: Annotated[
-        Accelerator | None, typer.Option(help="where Lightning trains (default: the preset's)")
-    ] = None,
-    devices: DevicesOption = None,
-    strategy: Annotated[
-        Strategy | None, typer.Option(help="Lightning strategy (default: the preset's, auto)")
-    ] = None,
-    num_nodes: Annotated[
-        int | None, typer.Option(min=1, help="machines (torchrun / SLURM); default 1")
-    ] = None,
-    seed: Annotated[int | None, typer.Option(min=0, help="override the preset's seed")] = None,
-    accumulate: AccumulateOption = None,
-    eval_: EvalOption = None,
-    eval_every: EvalEveryOption = None,
-    patience: PatienceOption = None,
+    settings: dict | None = None,
     set_: SetOption = None,
-    keep_checkpoints: KeepCheckpointsOption = False,
     overwrite: OverwriteOption = False,
 ) -> None:
     """MLM + SSP (or ELECTRA: MLM + RTD + SSP) pre-training; resumable; fine-tune OUT/model."""
     from ctxsent.training.ssp_pretrain import pretrain_ssp
 
-    flags = dict(
-        backbone=backbone, max_steps=max_steps, batch_size=batch_size, learning_rate=lr,
-        head_lr_scale=head_lr_scale, warmup_steps=warmup_steps, ssp_weight=ssp_weight,
-        readout=readout, checkpoint_every=checkpoint_every, precision=precision,
-        accelerator=accelerator, devices=devices, strategy=strategy, num_nodes=num_nodes,
-        seed=seed, accumulate=accumulate, eval=eval_, eval_every=eval_every, patience=patience,
-        keep_checkpoints=keep_checkpoints or None,
-    )  # fmt: skip
-    config = configured(preset, "ssp", flags, set_)
+    config = configured(preset, "ssp", settings, set_)
     report(pretrain_ssp(data, out, config, overwrite=overwrite), out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +17,6 @@ from ctxsent.cli.options import (
     InferencePrecisionOption,
     ModelOption,
     SplitOption,
-    parse_columns,
 )
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -48,50 +48,21 @@ def rank(
 ) -> None:
     """Answer questions: over a document (split into sentences), or over the candidates of
     each question in a data file; score each candidate and show the best."""
-    from ctxsent.errors import InputError, check_unicode
-    from ctxsent.models.staged import set_alphas
-    from ctxsent.resolver import load_ranker
+    from ctxsent.serving.answers import rank_answers
 
-    if (data is None) == (document is None) or (document is not None) != bool(question):
-        raise InputError(
-            "give --question (repeatable) with --document, or --data alone", field="data"
-        )
-    for name, value in (("columns", columns), ("split", split)):
-        if value is not None and data is None:
-            raise InputError("applies to --data only", field=name)
-    if data is not None:
-        from ctxsent.tasks.as2_load import evaluation_records
-
-        records, _ = evaluation_records(data, split, False, parse_columns(columns))
-    else:
-        from ctxsent.io import read_lines
-
-        for q in question:
-            check_unicode(q, "question")
-        text = "\n".join(line for _, line in read_lines(document))
-    ranker = load_ranker(model, precision, accelerator)
-    set_alphas(ranker, alpha)
-    if data is not None:
-        from ctxsent.models.ranker_base import rank_questions
-
-        results = [
-            (record.question_id, record.question, answers)
-            for record, answers in rank_questions(ranker, records, top_k, batch_size)
-        ]
-    else:
-        results = [(q, q, ranker.rank_document(q, text, top_k=top_k)) for q in question]
+    results = rank_answers(
+        model, question or (), document, data, split, columns, top_k, alpha,
+        batch_size, accelerator, precision,
+    )  # fmt: skip
     if as_json:
-        payload = [
-            {"question_id": qid, "question": q, "answers": [vars(answer) for answer in answers]}
-            for qid, q, answers in results
-        ]
+        payload = [{k: v for k, v in asdict(r).items() if k != "contextual"} for r in results]
         typer.echo(json.dumps(payload, indent=2))
         return
-    for _, q, answers in results:
-        typer.secho(f"\nQ: {q}", bold=True)
-        for place, answer in enumerate(answers, start=1):
+    for result in results:
+        typer.secho(f"\nQ: {result.question}", bold=True)
+        for place, answer in enumerate(result.answers, start=1):
             typer.echo(f"  {place}. [{answer.score:+.3f}] {answer.candidate}")
-            if ranker.contextual and (answer.previous or answer.next):
+            if result.contextual and (answer.previous or answer.next):
                 typer.secho(f"       context: {answer.previous} | {answer.next}", dim=True)
 
 

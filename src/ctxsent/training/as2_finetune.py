@@ -31,7 +31,7 @@ import ctypes
 import functools
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -41,107 +41,29 @@ import torch
 from lightning.pytorch.callbacks import Callback
 from torch.utils.data import DataLoader
 
-from ctxsent.errors import InputError, check_choice, check_range
+from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_evaluation import As2Evaluator, score_as2
-from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
-from ctxsent.models.bi_encoder import NOT_CONTEXTUAL, BiEncoderRanker
-from ctxsent.models.cascade import CascadeRanker
-from ctxsent.models.cross_encoder import CrossEncoderRanker
+from ctxsent.models.backbones import DEFAULT_BACKBONE
+from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.models.registry import load_model_folder
 from ctxsent.models.transformer_ranker import TransformerRanker
 from ctxsent.objectives.as2 import As2Objective
 from ctxsent.saving import UnfinishedRunWarning
-from ctxsent.tasks.as2_records import As2Record, clean, first_questions, group_by_question
-from ctxsent.training.as2_presets import DEFAULT_AS2_PRESET, As2TrainConfig
-from ctxsent.training.engine import Evaluation, OptimizerSettings, train_objective
+from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
+from ctxsent.training.as2_presets import (
+    DEFAULT_AS2_PRESET,
+    As2Data,
+    As2RankerSpec,
+    As2TrainConfig,
+)
+from ctxsent.training.engine import Evaluation, OptimizerSettings
 from ctxsent.training.runs import TrainingRun, records_digest
 from ctxsent.training.sampling import LengthGroupedBatches, QuestionBatches
-from ctxsent.training.settings import ARCHS, MIN_INPUT_LENGTH, warn_uneven_accumulation
+from ctxsent.training.settings import warn_uneven_accumulation
 from ctxsent.training.weight_averaging import copy_state, mix_weights
 
 #: The rankers :func:`finetune_as2` trains.
 TrainableRanker = TransformerRanker | BiEncoderRanker
-
-
-@dataclass
-class As2RankerSpec:
-    """The ranker :func:`finetune_as2` builds once the seed is set.
-
-    ``init`` is a backbone (HF folder or id) for a new ranker of architecture ``arch``
-    (default ``"cross-encoder"``): a cross-encoder or a cascade (exit layers ``exits``) on
-    the first ``layers`` encoder layers, or a bi-encoder (never contextual); or ``init`` is
-    a saved ctxsent ranker folder to continue training (TANDA's adapt step), whose kind
-    ``arch``, if given, must name. ``fresh_head`` re-draws a saved ranker's scoring head
-    (:meth:`~ctxsent.models.transformer_ranker.TransformerRanker.reset_head`), keeping its
-    encoder: the control that tells a pre-trained head's share from the encoder's (e.g. an
-    SSP checkpoint, whose SSP head is otherwise the initial AS2 head).
-    """
-
-    init: str = DEFAULT_BACKBONE
-    contextual: bool = False
-    max_length: int = 256
-    arch: str | None = None
-    exits: Sequence[int] = ()
-    layers: int | None = None
-    fresh_head: bool = False
-
-    def __post_init__(self) -> None:
-        from ctxsent.saving import is_model_folder
-
-        check_range(self, "max_length", MIN_INPUT_LENGTH)
-        check_range(self, "layers", 1)
-        if self.arch is not None:
-            check_choice(self, "arch", ARCHS)
-        saved = is_model_folder(self.init)
-        if not saved:
-            resolve_backbone(self.init)  # a backbone that cannot load fails before the data
-        if self.exits and self.kind != CascadeRanker.kind:
-            raise InputError("--exits applies to --arch cascade models only", field="exits")
-        if saved and (self.layers is not None or self.exits):
-            raise InputError(
-                "--layers and --exits shape a new model, not a saved one", path=self.init
-            )
-        if self.fresh_head and not saved:
-            raise InputError("--fresh-head applies to a saved ranker (--init FOLDER)", field="init")
-        if saved and self.arch not in (None, self.kind):
-            raise InputError(f"the --init model is a {self.kind}, not a {self.arch}", field="arch")
-        if self.kind == BiEncoderRanker.kind:
-            if self.contextual:
-                raise InputError(NOT_CONTEXTUAL, field="contextual")
-            if self.layers is not None:
-                raise InputError("applies to cross-encoders and cascades", field="layers")
-            if self.fresh_head:
-                raise InputError("a bi-encoder has no scoring head to re-draw", field="fresh_head")
-
-    @property
-    def kind(self) -> str:
-        """The model kind :meth:`build` returns."""
-        from ctxsent.saving import is_model_folder, read_manifest
-
-        if is_model_folder(self.init):
-            return read_manifest(self.init)["kind"]
-        return self.arch or CrossEncoderRanker.kind
-
-    def build(self) -> TrainableRanker:
-        """The ranker; its new parameters are drawn from torch's global RNG."""
-        from ctxsent.models.registry import load_model_folder as load
-        from ctxsent.saving import is_model_folder
-
-        if is_model_folder(self.init):
-            ranker = load(self.init).with_context(self.contextual)
-            ranker.max_length = self.max_length
-            if self.fresh_head:
-                ranker.reset_head()
-            return ranker
-        if self.kind == BiEncoderRanker.kind:
-            return BiEncoderRanker.from_backbone(self.init, self.max_length)
-        if self.kind == CascadeRanker.kind:
-            return CascadeRanker.from_backbone(
-                self.init, self.contextual, self.max_length, self.exits, self.layers
-            )
-        return CrossEncoderRanker.from_backbone(
-            self.init, self.contextual, self.max_length, self.layers
-        )
 
 
 def sample_negatives(
@@ -365,13 +287,10 @@ def finetune_as2(
         def save() -> None:
             ranker.save_pretrained(run.model_dir)
 
-        trained = train_objective(
+        trained = run.train(
             As2Objective(ranker, config, train_questions),
             _loader(ranker, train, train_batches),
-            run.out,
-            config,
             optimizer_settings(ranker, config),
-            seed=config.seed,
             max_epochs=config.epochs,
             max_steps=config.max_steps or -1,
             max_grad_norm=config.max_grad_norm,
@@ -398,74 +317,6 @@ def finetune_as2(
         if test and trained.is_global_zero:
             metrics["test"] = score_as2(best, clean(test), config.eval_batch_size)
         return run.finish(trained, metrics, data=sizes)
-
-
-@dataclass
-class As2Data:
-    """Where a fine-tuning run's records come from (``ctxsent finetune as2``'s data options):
-    named sets (``sources``, each ``NAME:PATH``; several are mixed, :func:`load_as2_sources`)
-    or the user's files (``train_file``, ``dev_file``, optional ``test_file``, with
-    ``columns`` and ``mine_negatives``, :func:`read_fine_tuning_files`), one of the two.
-    Questions without both labels are dropped (``train_clean``, ``dev_clean``); a large dev
-    set may be cut to its first ``dev_questions``; ``balance_sources`` trains on several
-    sets about equally, whatever their sizes."""
-
-    sources: Sequence[str] = ()
-    train_file: str | None = None
-    dev_file: str | None = None
-    test_file: str | None = None
-    columns: str | None = None
-    mine_negatives: str | None = None
-    negatives: int = 5
-    dev_data: str | None = None
-    train_split: str = "train"
-    dev_split: str = "dev"
-    train_clean: bool = True
-    dev_clean: bool = True
-    dev_questions: int | None = None
-    balance_sources: bool = False
-
-    def __post_init__(self) -> None:
-        own = bool(self.train_file or self.dev_file or self.test_file or self.mine_negatives)
-        if bool(self.sources) == own or own and not (self.train_file and self.dev_file):
-            raise InputError(
-                "expected --data SPEC or --train FILE --dev FILE [--test FILE] "
-                "[--mine-negatives], one of the two",
-                field="data",
-            )
-
-    def load(self, seed: int) -> tuple[list[As2Record], list[As2Record], list[As2Record]]:
-        """The train, dev and test records (``seed``: the mined negatives' sampling)."""
-        from ctxsent.resolver import candidate_scores
-        from ctxsent.tasks.as2_files import parse_columns, read_fine_tuning_files
-        from ctxsent.tasks.as2_load import load_as2_sources
-
-        columns = parse_columns(self.columns) if self.columns else None
-        if self.sources:
-            train = load_as2_sources(self.sources, self.train_split, columns, self.balance_sources)
-            dev_sources = [self.dev_data] if self.dev_data else self.sources
-            dev, test = load_as2_sources(dev_sources, self.dev_split, columns), []
-        else:
-            mine = candidate_scores(self.mine_negatives) if self.mine_negatives else None
-            train, dev, test = read_fine_tuning_files(
-                self.train_file, self.dev_file, self.test_file, columns, mine, self.negatives,
-                seed,
-            )  # fmt: skip
-        train = clean(train) if self.train_clean else train
-        dev = clean(dev) if self.dev_clean else dev
-        if self.dev_questions is not None:
-            dev = first_questions(dev, self.dev_questions)
-        return train, dev, test
-
-    @property
-    def names(self) -> dict:
-        """Split -> where its records come from (the model card's datasets)."""
-        sources = list(self.sources) or None
-        return {
-            "train": sources or self.train_file,
-            "dev": [self.dev_data] if self.dev_data else sources or self.dev_file,
-            "test": self.test_file,
-        }
 
 
 def as2_recipe(

@@ -14,7 +14,7 @@ from typing import ClassVar
 from ctxsent.errors import check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.presets import Preset, register
-from ctxsent.training.settings import PretrainSettings, RunSettings
+from ctxsent.training.settings import PretrainSettings, RunSettings, setting
 
 
 @dataclass
@@ -32,14 +32,19 @@ class CrossThoughtPretrainConfig(PretrainSettings):
     batch_size: int = 128
     learning_rate: float = 5e-4
     warmup_steps: int = 10_000
-    max_steps: int = 125_000
+    max_steps: int = setting(125_000, "override the preset's steps", min=1)
     from_backbone: bool = False
     mask_probability: float = 0.15
     dropout: float = 0.1
-    backbone: str = DEFAULT_BACKBONE
-    max_minutes: float | None = None
+    backbone: str = setting(
+        DEFAULT_BACKBONE, "tokenizer and architecture (BERT-style); the data's tokenizer"
+    )
+    max_minutes: float | None = setting(
+        None, "stop after this many minutes (total, across resumes)",
+        flags=("--max-minutes", "--budget"), positive=True,
+    )  # fmt: skip
     checkpoint_every: int = 200
-    seed: int = 0
+    seed: int = setting(0, "random seed", min=0)
     limits: ClassVar[tuple[str, ...]] = ("max_minutes", "max_steps")
 
     def __post_init__(self) -> None:
@@ -75,15 +80,18 @@ class CrossThoughtFineTuneConfig(RunSettings):
     their batches from the engine's generator of the step, so a rerun resumes exactly; every
     process draws the same batch, so more devices do not make a step larger."""
 
-    learning_rate: float = 5e-5
-    max_steps: int = 500
+    learning_rate: float = setting(
+        5e-5, "default: 5e-5 (AS2) / 2e-5 (pairs)", flags=("--lr",), positive=True
+    )
+    max_steps: int = setting(500, "optimiser steps", min=1)
     warmup_ratio: float = 0.1
-    batch_size: int = 8
-    """Questions per step (answer selection) or pairs per step (classification)."""
-    negatives: int = 15
-    """Sampled negatives per question (answer selection)."""
-    eval_every: int = 100
-    seed: int = 42
+    batch_size: int = setting(
+        8, "questions per step (AS2) or pairs per step (pairs); default: 8 questions / 32 pairs",
+        min=1,
+    )  # fmt: skip
+    negatives: int = setting(15, "AS2: sampled negatives per question", min=1)
+    eval_every: int = setting(100, "steps between dev evaluations", min=1)
+    seed: int = setting(42, "random seed", min=0)
     limits: ClassVar[tuple[str, ...]] = ("max_steps",)
 
     def __post_init__(self) -> None:

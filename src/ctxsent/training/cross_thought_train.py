@@ -48,7 +48,6 @@ from ctxsent.objectives.cross_thought import (
     PairClassificationObjective,
     collator_for,
 )
-from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.pretrain_data import (
     ArrowChunks,
     check_cross_thought_data,
@@ -70,7 +69,7 @@ from ctxsent.training.engine import (
     train_objective,
 )
 from ctxsent.training.runs import TrainingRun
-from ctxsent.training.settings import warn_uneven_accumulation
+from ctxsent.training.sampling import stream_loader
 
 
 # ---- pre-training ------------------------------------------------------------------------------
@@ -101,26 +100,17 @@ def pretrain_cross_thought(
                 f"the batch of {config.batch_size} cannot be split in {config.accumulate}",
                 field="accumulate",
             )
-        warn_uneven_accumulation(config.batch_size, config.accumulate, "samples")
-        batches = StreamBatches(
-            len(samples),
-            config.batch_size,
-            config.seed,
-            config.max_steps,
-            accumulate=config.accumulate,
-        )
         collator = collator_for(model, config, config.seed)
+        loader = stream_loader(samples, config, config.max_steps, "samples", collator.stack)
         evaluated = CrossThoughtRanker(model) if (config.eval or "").startswith("as2:") else model
 
         def save() -> None:
             model.save_pretrained(run.model_dir)
 
         evaluation = pretraining_evaluation(config, evaluator, evaluated, run.keep_best(save))
-        trained = train_objective(
+        trained = run.train(
             CrossThoughtObjective(model, collator),
-            DataLoader(samples, batch_sampler=batches, collate_fn=collator.stack),
-            run.out,
-            config,
+            loader,
             OptimizerSettings(  # RoBERTa's AdamW
                 config.learning_rate,
                 weight_decay=0.01,
@@ -129,7 +119,6 @@ def pretrain_cross_thought(
                 warmup_steps=config.warmup_steps,
                 total_steps=config.max_steps,
             ),
-            seed=config.seed,
             max_steps=config.max_steps,
             max_minutes=config.max_minutes,
             max_grad_norm=1.0,

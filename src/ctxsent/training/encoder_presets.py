@@ -30,7 +30,7 @@ from typing import ClassVar
 
 from ctxsent.errors import check_range
 from ctxsent.presets import Preset, register
-from ctxsent.training.settings import PretrainSettings
+from ctxsent.training.settings import PretrainSettings, setting
 
 GLOVE_PACKAGE = "glove-6b-50d"
 
@@ -42,7 +42,9 @@ class EncoderPretrainConfig(PretrainSettings):
     model: str = "rnn-cnn"  # "rnn-cnn" or "mean-max-aae"
     # shared: vocabulary, word vectors, optimisation
     vocab_size: int = 20_000
-    word_vectors: str = GLOVE_PACKAGE  # the kumo package, a GloVe/word2vec file, or "none"
+    word_vectors: str = setting(
+        GLOVE_PACKAGE, "GloVe/word2vec file or folder, 'glove-6b-50d', or 'none' (random init)."
+    )
     embedding_dim: int = 300
     expand_vocabulary: int = 100_000
     max_length: int = 30
@@ -51,8 +53,8 @@ class EncoderPretrainConfig(PretrainSettings):
     learning_rate: float = 5e-4
     max_grad_norm: float | None = None
     epochs: int = 1
-    max_steps: int | None = None
-    max_minutes: float | None = None
+    max_steps: int | None = setting(None, "Optimiser steps of the whole run.", min=1)
+    max_minutes: float | None = setting(None, "Wall-clock budget of the whole run.", positive=True)
     checkpoint_every: int = 500
     seed: int = 0
     precision: str = field(default="fp32", kw_only=True)  # AAE / RNN-CNN runs compare in fp32

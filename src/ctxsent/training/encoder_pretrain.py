@@ -25,7 +25,6 @@ from functools import partial
 from pathlib import Path
 
 import torch
-from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError
 from ctxsent.evaluation.specs import evaluator_from_spec
@@ -34,7 +33,6 @@ from ctxsent.models.mean_max_aae import MeanMaxAaeConfig, MeanMaxAaeEncoder
 from ctxsent.models.rnn_cnn import DecoderConfig, RnnCnnConfig, RnnCnnEncoder
 from ctxsent.models.word_embeddings import expand_embeddings, pretrained_embeddings
 from ctxsent.models.word_level_encoder import WordLevelEncoder
-from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.next_window import (
     NextWindowDataset,
     NextWindowObjective,
@@ -54,9 +52,9 @@ from ctxsent.objectives.reconstruct import (
 )
 from ctxsent.text.vocabulary import Vocabulary
 from ctxsent.training.encoder_presets import GLOVE_PACKAGE, EncoderPretrainConfig
-from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation, train_objective
+from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation
 from ctxsent.training.runs import TrainingRun
-from ctxsent.training.settings import warn_uneven_accumulation
+from ctxsent.training.sampling import stream_loader
 
 
 def load_word_vectors(config: EncoderPretrainConfig) -> WordVectors | None:
@@ -185,28 +183,18 @@ def pretrain_encoder(
         total = config.max_steps or config.epochs * (
             len(dataset) // min(config.batch_size, len(dataset))
         )
-        warn_uneven_accumulation(config.batch_size, config.accumulate, "sentences")
-        batches = StreamBatches(
-            len(dataset),
-            config.batch_size,
-            config.seed,
-            total,
-            lengths=dataset.input_lengths(),
-            accumulate=config.accumulate,
-        )
+        lengths = dataset.input_lengths()
+        loader = stream_loader(dataset, config, total, "sentences", collate, lengths)
 
         def save() -> int:
             return export_encoder(objective.encoder, vectors, config, run.model_dir)
 
         on_best = run.keep_best(save)
         evaluation = pretraining_evaluation(config, evaluator, objective.encoder, on_best)
-        trained = train_objective(
+        trained = run.train(
             objective,
-            DataLoader(dataset, batch_sampler=batches, collate_fn=collate),
-            run.out,
-            config,
+            loader,
             OptimizerSettings(config.learning_rate, schedule="constant"),  # Adam
-            seed=config.seed,
             max_steps=total,
             max_minutes=config.max_minutes,
             max_grad_norm=config.max_grad_norm,

@@ -229,6 +229,16 @@ class TrainingRun:
         ):  # fmt: skip
             yield built
 
+    def train(self, objective: Any, loader: Any, optimizer: Any, **options: Any) -> Any:
+        """:func:`~ctxsent.training.engine.train_objective` of ``objective`` in ``OUT``, with
+        the run's config and seed (``options``: the engine's)."""
+        from ctxsent.training.engine import train_objective
+
+        config = self.config
+        return train_objective(
+            objective, loader, self.out, config, optimizer, seed=config.seed, **options
+        )
+
     def keep_best(self, save: Callable[[], Any]) -> Callable[[dict, int], None]:
         """An ``on_best`` (:class:`~ctxsent.training.engine.Evaluation`) that calls ``save``
         and records the step and the dev metrics as the run's ``best``."""

@@ -12,13 +12,14 @@ order stays random.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 from lightning.pytorch.callbacks import Callback
-from torch.utils.data import Sampler
+from torch.utils.data import DataLoader, Sampler
 
 from ctxsent.objectives.global_batch import StreamBatches
+from ctxsent.training.settings import warn_uneven_accumulation
 
 
 def batches_done_this_epoch(checkpoint: dict) -> int:
@@ -158,3 +159,17 @@ class FollowTrainer(Callback):
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         self.batches.start_epoch(trainer)
+
+
+def stream_loader(
+    dataset: Sequence, config, total: int, what: str, collate: Callable,
+    lengths: Sequence[int] | None = None,
+) -> DataLoader:  # fmt: skip
+    """A pre-training run's loader: ``total`` steps of :class:`StreamBatches` of ``dataset``
+    (``config``'s batch size, seed and accumulation; grouped by ``lengths`` when given);
+    warns when a batch of ``what`` does not split evenly."""
+    warn_uneven_accumulation(config.batch_size, config.accumulate, what)
+    batches = StreamBatches(
+        len(dataset), config.batch_size, config.seed, total, lengths, accumulate=config.accumulate
+    )
+    return DataLoader(dataset, batch_sampler=batches, collate_fn=collate)

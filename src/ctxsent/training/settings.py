@@ -8,8 +8,8 @@ offers them as the option's choices. Nothing heavy is imported, so ``--help`` st
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import ClassVar, Literal, get_args
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, get_args
 
 from ctxsent.errors import check_choice, check_range
 
@@ -19,9 +19,9 @@ Precision = Literal["auto", "fp32", "bf16", "fp16"]
 Accelerator = Literal["auto", "cpu", "gpu", "cuda"]
 #: Lightning strategies for many GPUs or machines.
 Strategy = Literal["auto", "ddp", "ddp_spawn", "ddp_fork", "ddp_notebook", "fsdp"]
-#: AS2 fine-tuning losses (:class:`~ctxsent.training.as2_finetune.As2TrainConfig`).
+#: AS2 fine-tuning losses (:class:`~ctxsent.training.as2_presets.As2TrainConfig`).
 Loss = Literal["pointwise", "listwise"]
-#: AS2 ranker architectures (:class:`~ctxsent.training.as2_finetune.As2RankerSpec`).
+#: AS2 ranker architectures (:class:`~ctxsent.training.as2_presets.As2RankerSpec`).
 Arch = Literal["cross-encoder", "cascade", "bi-encoder"]
 
 PRECISIONS: tuple[str, ...] = get_args(Precision)
@@ -35,24 +35,39 @@ ARCHS: tuple[str, ...] = get_args(Arch)
 MIN_INPUT_LENGTH = 8
 
 
+def setting(default: Any, help: str, **option: Any) -> Any:
+    """A config field with ``help``, the text of its command-line option, and the option's
+    ``flags`` (when not ``--FIELD``), ``min``, ``max`` or ``positive`` (> 0): the CLI builds
+    the option from them (:func:`ctxsent.cli.options.config_options`)."""
+    return field(default=default, metadata={"help": help, **option})
+
+
 @dataclass(kw_only=True)
 class RunSettings:
     """Where a run trains and how (:mod:`~ctxsent.training.engine`), for every training
     config: inherited keyword-only, so a config's own fields keep their order and are listed
     first (:func:`~ctxsent.presets.setting_names`). A subclass calls ``super().__post_init__()``."""
 
-    #: batches whose gradients make one optimizer step: the batch is split in this many
-    #: forward passes (gradient accumulation; less memory, the same batch size)
-    accumulate: int = 1
-    precision: str = "auto"
-    accelerator: str = "auto"
-    devices: int | str = "auto"
-    #: Lightning strategy: "auto", "ddp", "fsdp", ... (many GPUs or machines).
-    strategy: str = "auto"
-    num_nodes: int = 1
-    #: keep ``OUT/checkpoints`` when the run finishes (to go on with more steps later);
-    #: by default a finished run keeps none, an interrupted one its newest
-    keep_checkpoints: bool = False
+    accumulate: int = setting(
+        1, "split each batch into this many forward passes whose gradients add up to one "
+        "step (gradient accumulation: less memory, the same batch)", min=1,
+    )  # fmt: skip
+    precision: Precision = setting(
+        "auto", "training precision: auto (bf16 on GPUs and on CPUs with native bf16, else "
+        "fp32), fp32, bf16 or fp16 (mixed, fp32 master weights)",
+    )  # fmt: skip
+    accelerator: Accelerator = setting(
+        "auto", "where it runs: auto (a GPU if there is one), cpu, gpu"
+    )
+    devices: int | str = setting("auto", "auto, a count, -1 (all) or GPU ids like 0,1")
+    strategy: Strategy = setting(
+        "auto", "Lightning strategy: auto, ddp (several GPUs or CPU processes), fsdp"
+    )
+    num_nodes: int = setting(1, "machines (torchrun / SLURM)", min=1)
+    keep_checkpoints: bool = setting(
+        False, "keep OUT/checkpoints when the run finishes (to go on with more steps later); "
+        "by default a finished run keeps none, an interrupted one its newest",
+    )  # fmt: skip
     #: the settings a resumed run may change: how long it goes
     limits: ClassVar[tuple[str, ...]] = ()
 
@@ -84,9 +99,17 @@ class PretrainSettings(RunSettings):
     checkpoint), the best model kept, early stopping after ``patience`` evaluations without
     a better primary metric."""
 
-    eval: str | None = None
-    eval_every: int | None = None
-    patience: int | None = None
+    eval: str | None = setting(
+        None, "evaluate during training, keep the best model in OUT and stop early on it: "
+        "as2:DATA (dev MAP), senteval:FOLDER[:TASK,...], squad:FILE[:QUESTIONS] (Recall@20); "
+        "SSP also 'heldout' (AUC on its unseen examples)", flags=("--eval",),
+    )  # fmt: skip
+    eval_every: int | None = setting(
+        None, "steps between evaluations (default: every checkpoint)", min=1
+    )
+    patience: int | None = setting(
+        None, "stop after this many evaluations without a better metric", min=1
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -6,41 +6,50 @@ so that listing presets loads neither.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from ctxsent.errors import InputError, check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE
 from ctxsent.objectives.electra_sizes import ELECTRA_BASE, ELECTRA_SMALL, ElectraSize
 from ctxsent.presets import Preset, register
-from ctxsent.training.settings import MIN_INPUT_LENGTH, PretrainSettings
+from ctxsent.training.settings import MIN_INPUT_LENGTH, PretrainSettings, setting
 
 
 @dataclass
 class SspPretrainConfig(PretrainSettings):
     objective: str | None = None  # checked against the data folder when set (presets)
-    backbone: str = DEFAULT_BACKBONE
-    learning_rate: float = 5e-5
-    #: learning-rate multiplier of the SSP head (the ranker's new classifier); x20 left
-    #: the held-out SSP scores of 200 CPU steps unchanged (BENCHMARKS.md)
-    head_lr_scale: float = 1.0
-    #: "cls": the paper's SSP head on [CLS] (the cross-encoder's classification head);
-    #: "mean": the cascade's read-out, a 3-layer FFN over the mean of the last layer's
-    #: token states (a one-exit :class:`CascadeRanker`, saved as such)
-    readout: str = "cls"
-    batch_size: int = 32
-    max_steps: int = 1000
-    warmup_steps: int = 100
+    backbone: str = setting(DEFAULT_BACKBONE, "override the preset's backbone (not for ELECTRA)")
+    learning_rate: float = setting(
+        5e-5, "override the preset's learning rate", flags=("--lr",), positive=True
+    )
+    # x20 left the held-out SSP scores of 200 CPU steps unchanged (BENCHMARKS.md)
+    head_lr_scale: float = setting(
+        1.0, "learning-rate multiplier of the new SSP head", positive=True
+    )
+    # mean: a one-exit :class:`CascadeRanker`, saved as such
+    readout: Literal["cls", "mean"] = setting(
+        "cls", "cls (the paper's [CLS] head) | mean (the cascade's mean-pooled FFN: a 3-layer "
+        "FFN over the mean of the last layer's token states)",
+    )  # fmt: skip
+    batch_size: int = setting(32, "override the preset's batch size", min=1)
+    max_steps: int = setting(1000, "override the preset's steps", min=1)
+    warmup_steps: int = setting(100, "override the preset's warm-up steps", min=0)
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     mlm_probability: float = 0.15
     mlm_weight: float = 1.0
-    #: 0 turns the run into the MLM-only control (continued pre-training on the same
-    #: inputs, no SSP), which separates what SSP adds from what the MLM steps add
-    ssp_weight: float = 1.0
+    # 0: continued pre-training on the same inputs without SSP, which separates what SSP
+    # adds from what the MLM steps add
+    ssp_weight: float = setting(
+        1.0, "SSP loss weight (paper: 1, equal to MLM); 0 = the MLM-only control", min=0
+    )
     rtd_weight: float = 50.0  # ELECTRA only
     electra: ElectraSize | None = None  # set: ELECTRA from scratch instead of ``backbone``
     max_length: int = 128
-    checkpoint_every: int = 200
-    seed: int = 42
+    checkpoint_every: int = setting(
+        200, "steps between checkpoints", flags=("--checkpoint-every", "--save-every"), min=1
+    )
+    seed: int = setting(42, "override the preset's seed", min=0)
     heldout_examples: int = 1000  # scored at the end on examples no step drew (ssp_heldout)
 
     def __post_init__(self) -> None:

@@ -47,7 +47,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
-from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError
 from ctxsent.evaluation.specs import evaluator_from_spec
@@ -57,12 +56,11 @@ from ctxsent.models.cascade import CascadeRanker
 from ctxsent.models.cross_encoder import CrossEncoderRanker
 from ctxsent.models.transformer_ranker import RankerConfig
 from ctxsent.objectives.electra import ElectraObjective, new_discriminator
-from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.ssp_data import TOKENIZER_DIR, example_lengths, load_ssp_dataset, ssp_batch
 from ctxsent.objectives.ssp_objective import SspObjective
-from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation, train_objective
+from ctxsent.training.engine import OptimizerSettings, pretraining_evaluation
 from ctxsent.training.runs import TrainingRun
-from ctxsent.training.settings import warn_uneven_accumulation
+from ctxsent.training.sampling import stream_loader
 from ctxsent.training.ssp_presets import ELECTRA_SCRATCH, SspPretrainConfig
 
 
@@ -188,33 +186,20 @@ def pretrain_ssp(
         electra = None
         if config.electra is not None:
             electra = ElectraObjective(ranker.model, config.electra.generator_fraction)
-        warn_uneven_accumulation(config.batch_size, config.accumulate, "examples")
-        batches = StreamBatches(
-            len(dataset),
-            config.batch_size,
-            config.seed,
-            config.max_steps,
-            lengths=lengths,
-            accumulate=config.accumulate,
-        )
         pad_id = ranker.tokenizer.pad_token_id
-        loader = DataLoader(
-            range(len(dataset)),
-            batch_sampler=batches,
-            collate_fn=lambda indices: ssp_batch(dataset, indices, pad_id),
-        )
+        loader = stream_loader(
+            range(len(dataset)), config, config.max_steps, "examples",
+            lambda indices: ssp_batch(dataset, indices, pad_id), lengths,
+        )  # fmt: skip
 
         def save() -> None:
             ranker.save_pretrained(run.model_dir)
 
         evaluation = pretraining_evaluation(config, evaluator, ranker, run.keep_best(save))
-        trained = train_objective(
+        trained = run.train(
             ssp_objective(ranker, config, electra),
             loader,
-            run.out,
-            config,
             optimizer_settings(ranker, config),
-            seed=config.seed,
             max_steps=config.max_steps,
             max_grad_norm=config.max_grad_norm,
             checkpoint_every=config.checkpoint_every,
