@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from sklearn.metrics import roc_auc_score
 
 from ctxsent.errors import InputError
 from ctxsent.models.precision import on_accelerator
@@ -48,14 +49,7 @@ def unseen_indices(
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float | None:
     """P(a random positive outscores a random negative), ties half; None without both."""
-    positives, negatives = int(labels.sum()), int((1 - labels).sum())
-    if not positives or not negatives:
-        return None
-    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    average_rank = (ends - (counts - 1) / 2.0)[inverse]  # 1-based ranks, ties averaged
-    rank_sum = average_rank[labels == 1].sum()
-    return float((rank_sum - positives * (positives + 1) / 2) / (positives * negatives))
+    return float(roc_auc_score(labels, scores)) if len(np.unique(labels)) == 2 else None
 
 
 @torch.inference_mode()
