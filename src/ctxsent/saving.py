@@ -232,6 +232,28 @@ def load_network(model_class, path: str | Path, allow_unexpected: bool = False, 
     return model
 
 
+def save_weights(module, file: Path) -> None:
+    """Write ``module``'s tensors to the safetensors ``file``."""
+    from safetensors.torch import save_file
+
+    save_file({k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}, file)
+
+
+def load_weights(module, file: Path) -> None:
+    """Load the safetensors ``file`` into ``module``: a missing file, a corrupt one, or a
+    tensor missing, unexpected or of the wrong shape is a :class:`ModelFolderError`."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    if not file.is_file():
+        raise ModelFolderError(f"missing {file.name}", path=file.parent)
+    try:
+        missing, unexpected = module.load_state_dict(load_file(file), strict=False)
+    except (OSError, RuntimeError, SafetensorError) as err:
+        raise ModelFolderError(f"cannot load the weights ({err})", path=file) from None
+    check_tensors(file, missing, unexpected)
+
+
 def check_tensors(path: str | Path, missing=(), unexpected=()) -> None:
     """A one-line :class:`ModelFolderError` naming the ``missing`` or ``unexpected`` tensors."""
     for kind, names in (("missing", sorted(missing)), ("unexpected", sorted(unexpected))):

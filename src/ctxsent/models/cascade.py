@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.errors import InputError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, depth_options, resolve_backbone
 from ctxsent.models.layerwise import embed, run_layers
 from ctxsent.models.pooling import masked_mean
@@ -59,7 +59,7 @@ from ctxsent.models.transformer_ranker import (
     load_folder,
     quiet_transformers,
 )
-from ctxsent.saving import check_tensors, config_from, register_model
+from ctxsent.saving import config_from, load_weights, register_model, save_weights
 from ctxsent.tasks.as2_records import As2Record
 
 PAPER_EXIT_FRACTIONS = (4 / 12, 6 / 12, 8 / 12, 10 / 12, 12 / 12)
@@ -170,32 +170,18 @@ class CascadeRanker(TransformerRanker):
 
     @classmethod
     def from_pretrained(cls, path: str | Path) -> CascadeRanker:
-        from safetensors.torch import load_file
         from transformers import AutoModel
 
         manifest, model, tokenizer = load_folder(
             path, "cascade", AutoModel, add_pooling_layer=False
         )
-        heads_path = Path(path) / HEADS_FILE
-        if not heads_path.is_file():
-            raise ModelFolderError(f"missing {HEADS_FILE}", path=path)
-        from safetensors import SafetensorError
-
         ranker = cls(model, tokenizer, config_from(CascadeConfig, manifest, path))
-        try:
-            missing, unexpected = ranker.heads.load_state_dict(load_file(heads_path), strict=False)
-        except (SafetensorError, RuntimeError) as err:
-            raise ModelFolderError(f"cannot load {HEADS_FILE}: {err}", path=path) from None
-        check_tensors(heads_path, missing, unexpected)
+        load_weights(ranker.heads, Path(path) / HEADS_FILE)
         return ranker
 
     def save_weights(self, folder: Path) -> None:
-        from safetensors.torch import save_file
-
         super().save_weights(folder)
-        save_file(
-            {k: v.contiguous() for k, v in self.heads.state_dict().items()}, folder / HEADS_FILE
-        )
+        save_weights(self.heads, folder / HEADS_FILE)
 
     # -- the network, piece by piece ---------------------------------------------------
     def exit_logits(self, index: int, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

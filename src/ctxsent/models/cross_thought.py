@@ -58,12 +58,13 @@ from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.transformer_ranker import quiet_transformers
 from ctxsent.protocols import encode_inputs
 from ctxsent.saving import (
-    check_tensors,
     config_from,
     load_tokenizer,
+    load_weights,
     model_folder,
     read_manifest,
     register_model,
+    save_weights,
 )
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.tasks.senteval import Pairs
@@ -433,11 +434,8 @@ class CrossThoughtModel(nn.Module):
         ``cross-thought-ranker`` so that :func:`ctxsent.load` returns an AS2 ranker. An
         existing folder is replaced as :func:`~ctxsent.io.check_output` allows.
         """
-        kind = kind or self.kind
-        from safetensors.torch import save_model
-
-        with model_folder(path, kind, asdict(self.config), overwrite) as staged:
-            save_model(self, str(staged / WEIGHTS_FILE))
+        with model_folder(path, kind or self.kind, asdict(self.config), overwrite) as staged:
+            save_weights(self, staged / WEIGHTS_FILE)
             (staged / BACKBONE_CONFIG_FILE).write_text(self.bert.config.to_json_string())
             self.tokenizer.save_pretrained(staged)
         return Path(path)
@@ -445,8 +443,6 @@ class CrossThoughtModel(nn.Module):
     @classmethod
     def from_pretrained(cls, path: str | Path) -> CrossThoughtModel:
         """Load a folder written by :meth:`save_pretrained` (no network, no pickles)."""
-        from safetensors import SafetensorError
-        from safetensors.torch import load_model
         from transformers import BertConfig, BertModel
 
         path = Path(path)
@@ -459,11 +455,10 @@ class CrossThoughtModel(nn.Module):
             bert_config = BertConfig.from_dict(
                 json.loads((path / BACKBONE_CONFIG_FILE).read_text(encoding="utf-8"))
             )
-            model = cls(BertModel(bert_config, add_pooling_layer=False), tokenizer, config)
-            missing, unexpected = load_model(model, str(path / WEIGHTS_FILE), strict=False)
-        except (OSError, ValueError, RuntimeError, SafetensorError) as err:
-            raise ModelFolderError(f"cannot load the model: {err}", path=path) from None
-        check_tensors(path / WEIGHTS_FILE, missing, unexpected)
+        except (OSError, ValueError) as err:
+            raise ModelFolderError(f"cannot load the backbone config: {err}", path=path) from None
+        model = cls(BertModel(bert_config, add_pooling_layer=False), tokenizer, config)
+        load_weights(model, path / WEIGHTS_FILE)
         return model.eval()
 
 

@@ -20,13 +20,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.inference import inference
 from ctxsent.protocols import encode_inputs
-from ctxsent.saving import MANIFEST, check_tensors, config_from, model_folder, read_manifest
+from ctxsent.saving import (
+    MANIFEST,
+    config_from,
+    load_weights,
+    model_folder,
+    read_manifest,
+    save_weights,
+)
 from ctxsent.text.length_chunks import length_sorted_chunks
 from ctxsent.text.vocabulary import EOS_ID, PAD_ID, Vocabulary
 
@@ -106,8 +112,7 @@ class WordLevelEncoder(nn.Module):
         kind of encoder or ``overwrite`` is given (:func:`~ctxsent.io.check_output`)."""
         with model_folder(folder, self.kind, asdict(self.config), overwrite) as staged:
             self.vocabulary.save(staged / VOCABULARY)
-            state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
-            save_file(state, staged / WEIGHTS)
+            save_weights(self, staged / WEIGHTS)
 
     @classmethod
     def from_pretrained(cls, folder: str | Path) -> WordLevelEncoder:
@@ -125,11 +130,5 @@ class WordLevelEncoder(nn.Module):
             model = cls(config, Vocabulary.load(vocabulary_path))
         except ValueError as err:
             raise ModelFolderError(str(err), path=folder) from None
-        try:
-            missing, unexpected = model.load_state_dict(load_file(folder / WEIGHTS), strict=False)
-        except (RuntimeError, FileNotFoundError, OSError) as err:
-            raise ModelFolderError(
-                f"weights do not fit the config ({err})", path=folder / WEIGHTS
-            ) from None
-        check_tensors(folder / WEIGHTS, missing, unexpected)
+        load_weights(model, folder / WEIGHTS)
         return model.eval()
