@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.stats import rankdata
 
 from ctxsent.errors import InputError, ModelFolderError, check_range
 from ctxsent.models.baseline_rankers import BM25Ranker
@@ -243,15 +244,8 @@ def reciprocal_rank_fusion(
     fused = np.zeros(len(scores[0]), dtype=np.float64)
     for rows in groups:
         for column, weight in zip(scores, weights, strict=True):
-            fused[rows] += weight / (k + average_ranks(column[rows]))
+            fused[rows] += weight / (k + rankdata(-column[rows]))  # ties: average rank
     return fused
-
-
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks of ``values``, highest first; equal values share their average rank."""
-    _, where, counts = np.unique(-values, return_inverse=True, return_counts=True)
-    last = np.cumsum(counts)
-    return ((last - counts + 1 + last) / 2)[where]
 
 
 def top_k_rows(first: np.ndarray, groups: Sequence[np.ndarray], top_k: int) -> np.ndarray:
