@@ -1,41 +1,34 @@
 """Cross-Thought sentence encoder (Wang et al., 2020, section 3.2), without its pre-training head.
 
-* Eq. 1-2: a BERT-style Transformer encodes ``[S; X_m]``, where ``S`` are ``N`` learned
-  special-token embeddings; their hidden states ``E_m = H_m[0:N]`` are the sentence
-  embedding (:meth:`CrossThoughtModel.encode` returns them concatenated, ``N * d`` wide).
-* Eq. 3-7: for each special index ``n`` a cross-sequence Transformer runs over the ``M``
-  sequences' ``n``-th embeddings ``F_n``; its first layer exposes the attention weights
+* Eq. 1-2: a BERT-style Transformer encodes ``[S; X_m]``, ``S`` being ``N`` learned special
+  embeddings; their states ``E_m = H_m[0:N]``, concatenated, are the sentence embedding.
+* Eq. 3-7: per special index ``n`` a cross-sequence Transformer runs over the ``M``
+  sequences' ``n``-th embeddings ``F_n``; its first layer gives the attention weights
   ``alpha = softmax(Q K^T / sqrt(d_head))`` per head (:meth:`attention_logits`).
 * The top layer (Eq. 8) and the masked-word loss (Eq. 9) live in
   :mod:`ctxsent.objectives.cross_thought`, so the encoder is saved and evaluated alone.
 
-Positions (section 4.2): the special tokens keep fixed positions ``0..N-1``; the words take
-positions ``N + o + i`` where the offset ``o`` is drawn in pre-training so that the run of
-word positions stays inside ``[0, word_positions - 1]`` = ``[0, 564]``. At inference words
-start at offset 0, so inputs of up to 565 tokens can be encoded.
+Positions (section 4.2): special tokens keep positions ``0..N-1``; words take ``N + o + i``
+with the offset ``o`` drawn in pre-training so that word positions stay in
+``[0, word_positions - 1]`` = ``[0, 564]``. At inference ``o = 0``: up to 565 tokens.
 
-Choices the paper leaves open (documented here, used everywhere):
+Choices the paper leaves open:
 
 * No ``[CLS]``/``[SEP]``: the ``N`` special embeddings take their place.
-* Initialisation from a BERT-style folder (MiniLM by default): special token 0 starts as
-  the ``[CLS]`` word embedding, and every further special token ``n`` as ``[CLS]`` plus its
-  own N(0, 0.02) draw (seeded by ``build``), so the ``N`` sentence embeddings differ from
-  the first step and the N = 1/3/5 ablation compares ``N`` distinct vectors. The
-  perturbation sits in the token
-  vector rather than the position table because BERT sums the two before its LayerNorm.
-  On all-MiniLM-L6-v2 the top-layer special states hardly depend on their input vectors
-  (a 0.02 draw moves them by ~3e-5 at most, another sentence by ~0.9; even another
-  position row moves them by ~0.008), so from MiniLM the ``N`` embeddings start distinct
-  but close, and separate only as pre-training trains the ``N`` cross-sequence heads.
-  Special positions copy the backbone's position 0 and word position ``p`` copies the
-  backbone's position ``p + 1`` (the word after ``[CLS]``); rows beyond the backbone's
-  table (MiniLM has 512) are drawn from N(0, 0.02) like a fresh BERT.
-  ``pretrained=False`` builds the same architecture randomly initialised.
-* One layer per cross-sequence Transformer (``cross_layers``), post-LayerNorm like BERT,
-  with the backbone's number of heads; ``alpha`` is taken from the first layer, which is
-  the one Eq. 5-6 apply to ``F_n`` directly. Scaling is ``sqrt(d_head)`` (multi-head).
-* ``cross_sequence=False`` gives the MLM-1-64 / MLM-1-512 baselines: the same encoder, no
-  cross-sequence Transformers; they rank by cosine of ``E`` as the paper does (section 4.2).
+* Initialised from a BERT-style folder (MiniLM by default): special token 0 starts as the
+  ``[CLS]`` word embedding, each further one as ``[CLS]`` plus its own N(0, 0.02) draw
+  (seeded by ``build``), so the N = 1/3/5 ablation compares ``N`` distinct vectors (on
+  MiniLM close ones: a 0.02 draw moves the top-layer special states by ~3e-5, another
+  sentence by ~0.9; they separate as the ``N`` cross-sequence heads train). The draw sits in
+  the token vector, not the position table, as BERT sums the two before its LayerNorm.
+  Special positions copy the backbone's position 0, word position ``p`` its ``p + 1``; rows
+  beyond the backbone's table (MiniLM has 512) are N(0, 0.02). ``pretrained=False`` builds
+  the same architecture randomly initialised.
+* One post-LayerNorm layer per cross-sequence Transformer (``cross_layers``), with the
+  backbone's number of heads; ``alpha`` comes from the first layer, which Eq. 5-6 apply to
+  ``F_n`` directly. Scaling is ``sqrt(d_head)`` (multi-head).
+* ``cross_sequence=False`` gives the MLM-1-64 / MLM-1-512 baselines: no cross-sequence
+  Transformers; they rank by cosine of ``E`` as the paper does (section 4.2).
 """
 
 from __future__ import annotations

@@ -1,41 +1,33 @@
 """Tokenised pre-training data folders for Cross-Thought / MLM and the word-level encoders
 (``ctxsent pretrain-data cross-thought`` and ``ctxsent pretrain-data encoder``).
 
-A folder is an HF ``datasets`` folder (Arrow; memory-mapped when read) that
-``datasets.map(num_proc=N)`` writes from the corpus folder's own Arrow storage, so neither
-the corpus nor the output is ever held in memory, plus :data:`SUMMARY` and what the ids
-were made with. It is staged beside ``OUT`` and renamed, so a crash never leaves a folder
-that looks complete. The trainers read it lazily (:class:`ArrowChunks`,
-:class:`ArrowSentences`): an example is sliced from the memory-mapped table when a batch
-needs it, so a run's memory does not grow with its corpus.
+A folder is an HF ``datasets`` (Arrow) folder that ``datasets.map(num_proc=N)`` writes from
+the corpus's own Arrow storage, so neither is ever held in memory, plus :data:`SUMMARY` and
+what the ids were made with; it is staged beside ``OUT`` and renamed. Trainers slice
+examples from the memory-mapped table when a batch needs them (:class:`ArrowChunks`,
+:class:`ArrowSentences`), so a run's memory does not grow with its corpus. Schemas:
 
-Schemas:
-
-* ``cross-thought``: one row per short sequence, in corpus order (a document's sequences
-  are consecutive, and documents keep the corpus order, so the M consecutive sequences of
-  a sample are read as one slice): ``input_ids`` list<int32> (``min_tokens``..L word-piece
-  ids, no special tokens, no padding) and ``document`` int32
-  (the corpus row it comes from). ``tokenizer/`` holds the backbone's tokenizer.
+* ``cross-thought``: one row per short sequence, in corpus order (the M consecutive
+  sequences of a sample are one slice): ``input_ids`` list<int32> (``min_tokens``..L
+  word-piece ids, no special tokens, no padding) and ``document`` int32 (its corpus row);
+  ``tokenizer/`` holds the backbone's tokenizer.
 * ``encoder``: one row per document with a sentence that has a word: ``sentences``
-  list<list<int32>> (the word ids of its sentences in reading order, paragraphs flattened,
-  sentences without a word dropped) and ``document`` int32. ``vocab.txt`` is the
-  :class:`~ctxsent.text.vocabulary.Vocabulary`, counted on the same sentences. Next-window
-  and reconstruction examples are cut from these rows when read, so one folder serves
-  every preset with its vocabulary settings (``vocab_size``, ``max_sentences``).
+  list<list<int32>> (word ids of its sentences in reading order, sentences without a word
+  dropped) and ``document`` int32; ``vocab.txt`` is the
+  :class:`~ctxsent.text.vocabulary.Vocabulary` counted on the same sentences. Examples are
+  cut when read, so one folder serves every preset with its ``vocab_size`` and
+  ``max_sentences``.
 
-``pretrain_data.json``: ``kind``, ``config`` (the settings the data depends on),
-``tokenizer`` or ``vocabulary`` (name, size and a digest of the vocabulary), ``corpus``
-(its size and the exclusions its build applied), ``exclusions`` (the evaluation-overlap
-titles applied here and the documents they removed), counts, and ``build`` (timing,
-``num_proc``, the corpus path). Everything but ``build`` is the data's identity
-(:func:`data_identity`), which a training run records, so resuming it on other data is
-refused (:mod:`~ctxsent.training.runs`).
+``pretrain_data.json`` holds ``kind``, ``config``, the ``tokenizer`` or ``vocabulary`` (name,
+size, digest), the ``corpus`` and ``exclusions`` applied, counts, and ``build`` (timing,
+``num_proc``, corpus path). All but ``build`` is the data's identity (:func:`data_identity`),
+which a run records, so resuming on other data is refused.
 
 Choices: documents whose title is an evaluation overlap
 (:data:`~ctxsent.corpus.titles.EVALUATION_OVERLAP_TITLES`, also for corpora built with
-``--keep-evaluation-overlaps``) are skipped by both builders; ``max_sentences`` counts the
-corpus's sentences after those exclusions, a sentence without a word included (so the
-vocabulary and the ids are made from the same sentences).
+``--keep-evaluation-overlaps``) are skipped by both builders; ``max_sentences`` counts
+sentences after those exclusions, wordless ones included (the vocabulary and the ids are
+made from the same sentences).
 """
 
 from __future__ import annotations

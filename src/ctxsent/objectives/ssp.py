@@ -1,44 +1,35 @@
 """SSP ("Sentences in Same Paragraph") examples for context-aware AS2 pre-training.
 
-SSP paper, section 4 and appendix A.1: from a document -> paragraph -> sentence
-corpus, build ``(s1, s2, context, label)`` triples. A positive takes ``s1``
-(one sentence) and ``s2`` (1-3 contiguous sentences, length drawn uniformly)
-from the same paragraph ``P``; up to 2 hard negatives take ``s2`` from other
-paragraphs of the same document, and easy negatives from another document,
-until there are 4 negatives for each positive. The context depends on the
-objective, always computed around ``s2``:
+SSP paper, section 4 and appendix A.1: ``(s1, s2, context, label)`` triples from a
+document -> paragraph -> sentence corpus. A positive takes ``s1`` (one sentence) and ``s2``
+(1-3 contiguous sentences, length drawn uniformly) from one paragraph ``P``; up to 2 hard
+negatives take ``s2`` from other paragraphs of the document, easy negatives from another
+document, until each positive has 4 negatives. The context, always around ``s2``, is per
+objective: SDC the first paragraph of ``s2``'s document; DPC ``s2``'s paragraph without
+``s1`` and ``s2``; DSLC the sentences just before and after ``s2`` (at least one); All one
+of the three per positive (and its negatives), drawn among those the paragraph can serve,
+with one classification head.
 
-* SDC: the first paragraph of ``s2``'s document;
-* DPC: ``s2``'s paragraph without ``s1`` and ``s2`` (sentences in their order);
-* DSLC: the sentences just before and after ``s2`` in its paragraph (at least one);
-* All: each positive and its negatives use one of the three, drawn uniformly
-  among those the paragraph can serve; one classification head for all.
+Decisions where the paper is silent (so that the label cannot be read off the context):
 
-Decisions where the paper is silent (all chosen so that the label cannot be
-read off the context's surface):
+* SDC never takes ``s2`` (or a positive) from a document's first paragraph, which would
+  contain ``s2``; single-paragraph documents give no SDC examples.
+* DPC needs a non-empty context: ``|P| >= |s2| + 2`` for a positive, ``|P'| >= |s2| + 1``
+  for a negative's paragraph.
+* DSLC never uses ``s1`` as a neighbour of ``s2``; a positive's ``s2`` needs another one.
+* The ``s2`` length drawn from 1..3 is lowered until the paragraph allows it; the
+  ``(s1, s2)`` placement is uniform over the valid ones.
+* One positive per eligible paragraph by default (``positives_per_paragraph``);
+  hard-negative paragraphs are distinct.
+* Easy negatives come from another document of the same block of ``block_size``
+  consecutive documents. Blocks are independent work units with random streams seeded by
+  ``(seed, block)``: the output is the same for any number of processes, and one block at
+  a time is in memory.
 
-* SDC never takes ``s2`` (or a positive) from a document's first paragraph,
-  since the context would then contain ``s2`` itself; single-paragraph
-  documents give no SDC examples.
-* DPC needs a non-empty context: a positive needs ``|P| >= |s2| + 2``, a
-  negative's paragraph ``|P'| >= |s2| + 1``.
-* DSLC never uses ``s1`` as a neighbour of ``s2`` (it would leak the answer);
-  a positive's ``s2`` needs a neighbour other than ``s1``.
-* The ``s2`` length is drawn from 1..3 and lowered until the paragraph allows
-  it; the ``(s1, s2)`` placement is uniform over the valid ones.
-* One positive (plus its negatives) per eligible paragraph by default
-  (``positives_per_paragraph``); hard-negative paragraphs are distinct.
-* Easy negatives come from another document of the same *block* of
-  ``block_size`` consecutive corpus documents. Blocks are independent work
-  units, each with its own random stream seeded by ``(seed, block)``, so the
-  output is the same for any number of processes and a block at a time is
-  all that is ever in memory.
-
-Tokenisation is batched: every sentence of a block is tokenised once with the
-fast tokenizer and the three segments are assembled from token lists with the
-same special tokens, segment ids (0, 1, 2) and truncation as
-:func:`ctxsent.models.segments.encode_segments` (equal output for WordPiece
-tokenizers, whose pre-tokenizer splits on whitespace, as a test checks).
+Each sentence of a block is tokenised once (fast tokenizer, batched) and the segments are
+assembled from token lists with the special tokens, segment ids (0, 1, 2) and truncation
+of :func:`ctxsent.models.segments.encode_segments` (equal output for WordPiece, as a test
+checks).
 """
 
 from __future__ import annotations
