@@ -1,27 +1,23 @@
 """Export models for other runtimes: sentence-transformers folders and ONNX.
 
-Every export is exact (its scores or embeddings are ours, up to float rounding; the tests
-check parity) or refused with an :class:`InputError` before anything is written.
+Every export is exact (its scores or embeddings are ours up to float rounding; the tests
+check parity) or refused with an :class:`InputError` before anything is written:
 
-* :func:`export_sentence_transformer`: a :class:`~ctxsent.models.bi_encoder.BiEncoder` or
-  bi-encoder ranker, or a Cross-Thought encoder or ranker with one special token, as a
-  sentence-transformers folder whose ``SentenceTransformer(folder).encode`` gives the
-  model's ``encode``.
-* :func:`export_cross_encoder`: a pairwise :class:`CrossEncoderRanker` as a
-  sentence-transformers ``CrossEncoder`` folder whose ``predict`` returns our logits
-  (identity activation). Exact for pairs that fit in ``max_length`` tokens; longer ones are
-  truncated by HF's longest-first rule there, by :mod:`ctxsent.models.segments` here.
-* :func:`export_onnx`: a cross-encoder ranker's scoring network (pairwise or contextual), or
-  a bi-encoder's embedding network, as ``model.onnx`` (dynamic batch and sequence axes)
-  with its tokenizer; :mod:`ctxsent.onnx_runtime` scores with it on onnxruntime, without
-  torch, exactly as the model does (same tokens, segments and truncation). ``quantize=
-  "int8"`` trades exactness for speed, and says so in the folder's config. A cascade is
-  refused: its scores depend on per-question pruning.
+* :func:`export_sentence_transformer`: a bi-encoder (or its ranker), or a Cross-Thought
+  encoder or ranker with one special token, as a folder whose
+  ``SentenceTransformer(folder).encode`` gives the model's ``encode``;
+* :func:`export_cross_encoder`: a pairwise :class:`CrossEncoderRanker` as a ``CrossEncoder``
+  folder whose ``predict`` returns our logits (exact for pairs within ``max_length``
+  tokens; longer ones are truncated by HF's longest-first rule there, by
+  :mod:`ctxsent.models.segments` here);
+* :func:`export_onnx`: a cross-encoder's scoring network (pairwise or contextual) or a
+  bi-encoder's embedding network as ``model.onnx`` with its tokenizer, which
+  :mod:`ctxsent.onnx_runtime` runs without torch; ``quantize="int8"`` trades exactness
+  for speed and says so. A cascade is refused: its scores depend on per-question pruning.
 
-Each format has its table, model class -> what the format is written from
-(:func:`_exports`); a ranker built on an encoder is looked up by its encoder's class too.
-All folders are written atomically: a crash never leaves one that looks complete, and an
-existing folder is replaced only as :func:`~ctxsent.io.check_output` allows.
+Each format has a table, model class -> what it is written from (:func:`_exports`); a
+ranker built on an encoder is looked up by its encoder's class too. Folders are written
+atomically and replace an existing one only as :func:`~ctxsent.io.check_output` allows.
 """
 
 from __future__ import annotations

@@ -10,27 +10,19 @@ spec                       model
 ``bm25``                   Okapi BM25 ranker (no training)
 ``bi-encoder[:BACKBONE]``  zero-shot bi-encoder: mean-pooled embeddings, cosine; BACKBONE
                            is a HF model folder, a cached hub id or all-MiniLM-L6-v2
-                           (the default)
 ``st:PATH``                a sentence-transformers ``SentenceTransformer`` (ranks by cosine)
 ``ce:PATH``                a sentence-transformers ``CrossEncoder`` (ranks by its score)
 ``glove-bow``              mean of GloVe 6B 50-d word vectors (encoder)
 ``bow:PATH``               the same with any word-vector file or folder (encoder)
-``random``                 a MiniLM-shaped transformer with untrained weights, seed 0
-                           (the random-encoder control)
+``random``                 a MiniLM-shaped untrained transformer, seed 0 (a control)
 ``minilm``                 the built-in backbone's name: the same as ``bi-encoder``
 =========================  ==========================================================
 
-What a model can do is asked of it by :mod:`ctxsent.protocols`: :func:`load_as` refuses a
-model that is not, say, a :class:`~ctxsent.protocols.Ranker`, naming what it is instead.
-Anything else is read as a model folder; what is not one gets a one-line
-:class:`~ctxsent.errors.ModelFolderError` saying so.
-
-Every other place that takes a model name asks here: :func:`zero_shot_backbone` (export's zero-shot
-bi-encoder), :func:`model_source` (SentEval's embedding cache), :func:`candidate_scores`
-(negative mining), :func:`load_retrieval_model` (paragraph ranking's ``cosine:SPEC``) and
-:func:`build_pipeline` (a pipeline's stages). This module sits above the models: a
-pipeline's or a Sequential Ranker's folder gets its stages loaded by
-:func:`~ctxsent.models.registry.load_model_folder`.
+:func:`load_as` refuses a model that is not, say, a :class:`~ctxsent.protocols.Ranker`,
+naming what it is; anything else that is not a model folder is a one-line
+:class:`~ctxsent.errors.ModelFolderError`. Every other reader of model names asks here
+(:func:`zero_shot_backbone`, :func:`model_source`, :func:`candidate_scores`,
+:func:`load_retrieval_model`, :func:`build_pipeline`).
 """
 
 from __future__ import annotations

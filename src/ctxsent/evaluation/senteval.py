@@ -1,24 +1,21 @@
 """SentEval-style evaluation of frozen sentence embeddings with simple classifiers.
 
-The protocol of SentEval (Conneau & Kiela, 2018) as applied in RNN-CNN section 4 and
-Mean-Max AAE section 4.1: the encoder is frozen, every sentence is embedded once, and
-a logistic regression (scikit-learn, L2) is trained on the embeddings:
+SentEval's protocol (Conneau & Kiela, 2018) as RNN-CNN section 4 and Mean-Max AAE section
+4.1 apply it: every sentence is embedded once by the frozen encoder, and an L2 logistic
+regression (scikit-learn) is trained on the embeddings:
 
-* MR, CR, SUBJ, MPQA: 10-fold cross-validation; C chosen by an inner k-fold on each
+* MR, CR, SUBJ, MPQA: 10-fold cross-validation, C chosen by an inner k-fold on each
   training fold (SentEval ``InnerKFoldClassifier``);
 * SST-2, SICK-E: C chosen on dev, accuracy on test (``SplitClassifier``);
-* TREC, MRPC: C chosen by k-fold on train, accuracy (and F1 for MRPC) on test
+* TREC, MRPC: C chosen by k-fold on train, accuracy (MRPC: and F1) on test
   (``KFoldClassifier``);
 * SICK-R: the distribution regression of :func:`ctxsent.evaluation.sts.fit_relatedness`;
 * STS: cosine similarity, no training (:mod:`ctxsent.evaluation.sts`).
 
-Pair tasks use the features ``[u, v, |u - v|, u * v]`` (InferSent's pair encoding).
-SentEval's own MRPC and SICK code uses only ``[|u - v|, u * v]``; adding ``u`` and
-``v`` can only help a linear probe, which matters little for the comparisons here.
-
-Accuracies are percentages, correlations are in [-1, 1], as in the papers' tables.
-Macro and micro averages follow Mean-Max AAE Table 2: the micro average weights each
-task by its number of test items (the whole data set for cross-validated tasks).
+Pair tasks use InferSent's ``[u, v, |u - v|, u * v]`` (SentEval's MRPC and SICK code uses
+only ``[|u - v|, u * v]``; ``u`` and ``v`` can only help a linear probe). Accuracies are
+percentages, correlations in [-1, 1]; the micro average of Mean-Max AAE Table 2 weights
+each task by its test items (the whole set for cross-validated tasks).
 """
 
 from __future__ import annotations

@@ -1,30 +1,23 @@
 """Cascade Transformer: AS2 reranking with early exits that drop candidates.
 
-One transformer encoder with a classifier C_rho(i) after each exit layer
-rho(i) (Cascade paper, section 4.3). Each classifier scores the masked mean
-of all token states at its layer with a 3-layer feed-forward network (hidden
-= model width, tanh, dropout 0.1; section 5.2). The paper's five exits at
-layers 4, 6, 8, 10, 12 of a 12-layer model are the fractions 1/3, 1/2, 2/3,
-5/6, 1 of the depth; :func:`default_exits` scales them to any depth (MiniLM-L6:
-2, 3, 4, 5, 6).
+One transformer encoder with a classifier C_rho(i) after each exit layer rho(i) (Cascade
+paper, section 4.3), scoring the masked mean of the token states at its layer with a
+3-layer feed-forward network (hidden = model width, tanh, dropout 0.1; section 5.2). The
+paper's exits at layers 4, 6, 8, 10, 12 of 12 are scaled to any depth by
+:func:`default_exits` (MiniLM-L6: 2, 3, 4, 5, 6).
 
-Training (4.3.1): for every mini-batch one classifier is sampled uniformly and
-its loss is back-propagated through all lower layers down to the embeddings;
-:meth:`CascadeRanker.forward` does the sampling in training mode, so the
-ordinary AS2 fine-tuning loop trains a cascade unchanged. The exits are drawn
-from the ranker's own generator (seeded from torch's global RNG when the ranker
-is built, kept in its state dict): dropout, which draws from the global RNG as
-many numbers as a batch has elements, cannot shift them, so every DDP rank
-samples the exit a one-process run samples at the same step, and a resumed run
-the exit an uninterrupted one would.
+Training (4.3.1): each mini-batch back-propagates the loss of one uniformly sampled
+classifier through all lower layers (:meth:`CascadeRanker.forward` in training mode). The
+exit is drawn from the ranker's own generator (seeded from torch's global RNG at build,
+kept in its state dict), which dropout's draws cannot shift: every DDP rank samples the
+exit a one-process run samples at that step, and a resumed run the one an uninterrupted
+run would.
 
-Inference (4.3.2): per question, after classifier i drop floor(alpha_i * k) of
-its k remaining candidates with the lowest partial scores
-(:mod:`~ctxsent.models.staged`); survivors continue from their cached partial
-encodings. Many questions are packed into one
-batch; each question's pruning stays its own. The final ranking keeps
-survivors ordered by their final score, then the dropped candidates ordered
-by the exit they left at (later first) and their partial score.
+Inference (4.3.2): per question, after classifier i the floor(alpha_i * k) of its k
+remaining candidates with the lowest partial scores leave (:mod:`~ctxsent.models.staged`);
+survivors continue from their cached partial encodings, many questions packed in one
+batch. The ranking keeps survivors by final score, then the dropped candidates by the exit
+they left at (later first) and their partial score.
 """
 
 from __future__ import annotations

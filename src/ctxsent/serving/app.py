@@ -6,26 +6,18 @@
   (and ``/rerank``);
 * ``GET /health``, Prometheus ``GET /metrics``, docs at ``/docs``, ``/openapi.json``.
 
-A model serves the routes it can: a ranker the rank routes, a sentence encoder the
-embedding routes (a bi-encoder both); any other path answers 404 naming the routes.
-Bodies, and every error answer, are declared in :mod:`ctxsent.serving.schemas`.
+A model serves the routes it can (a ranker the rank routes, an encoder the embedding
+routes, a bi-encoder both); any other path answers 404 naming the routes. Bodies and error
+answers are declared in :mod:`ctxsent.serving.schemas`.
 
-``create_app(model)`` serves a saved ctxsent ranker folder, a built-in spec
-accepted by :func:`ctxsent.resolver.load_ranker` (``bm25``,
-``bi-encoder[:BACKBONE]``) or a model object. Concurrent requests are scored
-together by a :class:`~ctxsent.serving.batching.MicroBatcher`, and large
-requests are split into chunks (at most ``max_batch`` candidates and
-``chunk_chars`` characters) that take turns with other requests; each
-request's candidates carry their own question id, so a cascade prunes every
-question on its own and a request gets the scores it would get alone (up to
-float rounding from different padding). Models whose scores depend on the
-other records of a call (BM25, Cross-Thought) or of the request (cascades)
-are never split: see :func:`grouping`.
-
-A request is answered within ``timeout_s`` or gets 504, and its model work
-is dropped when its client disconnects. Optional: a bearer key on every
-endpoint but ``/health`` and the docs, and CORS origins. Limits:
-:mod:`ctxsent.serving.limits`; ASGI middleware: :mod:`ctxsent.serving.middleware`.
+Concurrent requests are scored together by a :class:`~ctxsent.serving.batching.MicroBatcher`
+and large ones split into chunks (``max_batch`` candidates, ``chunk_chars`` characters) that
+take turns with other requests; each request's candidates carry their own question id, so
+a request gets the scores it would get alone (up to float rounding from padding). Models
+whose scores depend on the other records of a call or request are never split
+(:func:`grouping`). A request is answered within ``timeout_s`` or gets 504, and its model
+work is dropped when its client disconnects. Optional: a bearer key on every endpoint but
+``/health`` and the docs, and CORS origins.
 """
 
 from __future__ import annotations
