@@ -97,8 +97,9 @@ def write_model_card(
     model_card.write_model_card(folder, kind, config, (summary or [""])[0], training, metrics)
 
 
-def read_manifest(folder: str | Path) -> dict:
-    """Read and check ``ctxsent.json``; raise :class:`ModelFolderError` naming what is wrong."""
+def read_manifest(folder: str | Path, *kinds: str) -> dict:
+    """Read and check ``ctxsent.json`` (of a model of one of ``kinds``, when given); raise
+    :class:`ModelFolderError` naming what is wrong."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ModelFolderError("not a folder", path=folder)
@@ -126,6 +127,8 @@ def read_manifest(folder: str | Path) -> dict:
     weights = list(folder.glob("*.safetensors")) or list(folder.glob("*/*.safetensors"))
     if not weights:  # composite models (e.g. the Sequential Ranker) keep them in sub-folders
         raise ModelFolderError("no safetensors weights in the folder", path=folder)
+    if kinds and manifest["kind"] not in kinds:
+        raise ModelFolderError(f"holds a {manifest['kind']!r}, not a {kinds[0]}", path=folder)
     return manifest
 
 

@@ -439,9 +439,7 @@ class CrossThoughtModel(nn.Module):
         from transformers import BertConfig, BertModel
 
         path = Path(path)
-        manifest = read_manifest(path)
-        if manifest["kind"] not in (cls.kind, CrossThoughtRanker.kind):
-            raise ModelFolderError(f"holds a {manifest['kind']!r}, not a {cls.kind}", path=path)
+        manifest = read_manifest(path, cls.kind, CrossThoughtRanker.kind)
         config = config_from(CrossThoughtConfig, manifest, path)
         tokenizer = load_tokenizer(path)
         try:

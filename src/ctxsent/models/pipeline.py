@@ -130,9 +130,7 @@ class PipelineRanker(As2Ranker):
         """Load a saved ``pipeline`` folder; ``load_stage`` loads each stage's folder
         (:func:`~ctxsent.models.registry.load_model_folder`), checked against its kind."""
         path = Path(path)
-        manifest = read_manifest(path)
-        if manifest["kind"] != "pipeline":
-            raise ModelFolderError(f"holds a {manifest['kind']!r}, not a pipeline", path=path)
+        manifest = read_manifest(path, "pipeline")
         config = config_from(PipelineConfig, manifest, path)
         retrievers = [
             _load_stage(path / f"retriever-{index}", kind, load_stage)

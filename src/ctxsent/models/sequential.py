@@ -70,9 +70,7 @@ class SequentialRanker(As2Ranker):
     ) -> SequentialRanker:
         """Load a saved ``sequential`` folder; ``load_stage`` loads each stage's folder
         (:func:`~ctxsent.models.registry.load_model_folder`)."""
-        manifest = read_manifest(path)
-        if manifest["kind"] != "sequential":
-            raise ModelFolderError(f"holds a {manifest['kind']!r}, not a sequential", path=path)
+        manifest = read_manifest(path, "sequential")
         count = manifest["config"].get("stages")
         if not isinstance(count, int) or count < 2:
             raise ModelFolderError("manifest needs 'stages' >= 2", path=path, field="stages")

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.errors import InputError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, check_max_length
 from ctxsent.models.inference import inference
 from ctxsent.models.precision import resolve_precision
@@ -79,9 +79,7 @@ def load_folder(
     Strict: a missing or unexpected tensor, or a missing tokenizer file, is a
     :class:`ModelFolderError` (:func:`~ctxsent.saving.load_network`).
     """
-    manifest = read_manifest(path)
-    if manifest["kind"] != kind:
-        raise ModelFolderError(f"holds a {manifest['kind']!r}, not a {kind}", path=path)
+    manifest = read_manifest(path, kind)
     quiet_transformers()
     tokenizer = load_tokenizer(path)
     return manifest, load_network(model_class, path, use_safetensors=True, **options), tokenizer

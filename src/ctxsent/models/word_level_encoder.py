@@ -26,7 +26,6 @@ from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.inference import inference
 from ctxsent.protocols import encode_inputs
 from ctxsent.saving import (
-    MANIFEST,
     config_from,
     load_weights,
     model_folder,
@@ -117,11 +116,7 @@ class WordLevelEncoder(nn.Module):
     @classmethod
     def from_pretrained(cls, folder: str | Path) -> WordLevelEncoder:
         folder = Path(folder)
-        manifest = read_manifest(folder)
-        if manifest["kind"] != cls.kind:
-            raise ModelFolderError(
-                f"a {manifest['kind']!r} folder, not {cls.kind!r}", path=folder / MANIFEST
-            )
+        manifest = read_manifest(folder, cls.kind)
         config = config_from(cls.config_class, manifest, folder)
         vocabulary_path = folder / VOCABULARY
         if not vocabulary_path.is_file():
