@@ -98,7 +98,7 @@ def build_cross_thought_data(
     sequence_length = settings.sequence_length
     if max_sequences is not None and max_sequences < 1:
         raise InputError(f"must be at least 1, got {max_sequences}", field="max_sequences")
-    loaded, out = _open_corpus(corpus, out, "cross-thought", num_proc, overwrite)
+    loaded, out = open_corpus(corpus, out, "cross-thought", num_proc, overwrite)
     tokenizer_path = resolve_backbone(backbone)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
     excluded = normalize_titles(exclude_titles)
@@ -108,7 +108,7 @@ def build_cross_thought_data(
         "min_tokens": min_tokens,
         "excluded": excluded,
     }
-    with _staging(out, "cross-thought", overwrite) as (work, staged):
+    with staging(out, "cross-thought", overwrite) as (work, staged):
         clock = _Clock()
         parts, start, size, documents = [], 0, FIRST_ROUND, len(loaded)
         while start < documents and (max_sequences is None or sum(map(len, parts)) < max_sequences):
@@ -191,12 +191,12 @@ def build_encoder_data(
 
     if vocab_size < 1 or (max_sentences is not None and max_sentences < 1):
         raise InputError("vocab_size and max_sentences must be at least 1", field="vocab_size")
-    loaded, out = _open_corpus(corpus, out, "encoder", num_proc, overwrite)
+    loaded, out = open_corpus(corpus, out, "encoder", num_proc, overwrite)
     excluded = normalize_titles(exclude_titles)
     stop, last_sentences = _sentence_limit(loaded.dataset, excluded, max_sentences)
     source = loaded.dataset.select(range(stop))
     limit = {"excluded": excluded, "last": stop - 1, "last_sentences": last_sentences}
-    with _staging(out, "encoder", overwrite) as (work, staged):
+    with staging(out, "encoder", overwrite) as (work, staged):
         clock = _Clock()
         counted = _map(source, _count_call, "counts", num_proc, work / "counts.arrow", limit)
         totals = counted.data.table.group_by("word").aggregate([("count", "sum")])
@@ -293,7 +293,8 @@ def _sentence_limit(
 
 
 # ---- shared helpers -------------------------------------------------------------------------
-def _open_corpus(corpus, out, kind: str, num_proc: int, overwrite: bool):
+def open_corpus(corpus, out, kind: str, num_proc: int, overwrite: bool):
+    """``(the corpus folder, out)``, both checked for a ``kind`` data build before any work."""
     from ctxsent.corpus.storage import load_corpus
 
     out = Path(out)
@@ -304,7 +305,7 @@ def _open_corpus(corpus, out, kind: str, num_proc: int, overwrite: bool):
 
 
 @contextmanager
-def _staging(out: Path, kind: str, overwrite: bool) -> Iterator[tuple[Path, Path]]:
+def staging(out: Path, kind: str, overwrite: bool) -> Iterator[tuple[Path, Path]]:
     """``(work folder, staged output)``; the output is renamed onto ``out`` on success."""
     from datasets import disable_caching
 
@@ -359,11 +360,11 @@ class _Clock:
     """Wall and CPU seconds of the build (CPU: this process and its finished workers)."""
 
     def __init__(self) -> None:
-        self.wall, self.cpu = time.perf_counter(), _cpu_seconds()
+        self.wall, self.cpu = time.perf_counter(), cpu_seconds()
 
     def report(self, examples: int, corpus, num_proc: int) -> dict:
         seconds = time.perf_counter() - self.wall
-        cpu = _cpu_seconds() - self.cpu
+        cpu = cpu_seconds() - self.cpu
         return {
             "corpus": str(Path(corpus).resolve()),
             "num_proc": num_proc,
@@ -373,7 +374,8 @@ class _Clock:
         }
 
 
-def _cpu_seconds() -> float:
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the map workers)."""
     times = os.times()
     return times.user + times.system + times.children_user + times.children_system
 
