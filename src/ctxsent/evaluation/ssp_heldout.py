@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from sklearn.metrics import roc_auc_score
 
 from ctxsent.errors import InputError
+from ctxsent.models.inference import inference
 from ctxsent.models.precision import on_accelerator
 from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.ssp_data import example_lengths, load_ssp_dataset, ssp_batch
@@ -52,24 +53,19 @@ def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float | None:
     return float(roc_auc_score(labels, scores)) if len(np.unique(labels)) == 2 else None
 
 
-@torch.inference_mode()
 def ssp_heldout_metrics(ranker, dataset, indices: list[int], batch_size: int = 64) -> dict:
     """SSP accuracy, log-loss, prior log-loss and AUC of ``ranker``'s head on ``indices``,
     scored in eval mode; the ranker is left in the training mode it was in."""
     if not indices:
         raise InputError(NO_HELDOUT)
-    was_training = ranker.training
-    ranker.eval()
     pad_id = ranker.tokenizer.pad_token_id
     logits, labels = [], []
-    try:
+    with inference(ranker, ranker.device):
         for start in range(0, len(indices), batch_size):
             batch = ssp_batch(dataset, indices[start : start + batch_size], pad_id)
             features = {k: v.to(ranker.device) for k, v in batch["features"].items()}
             logits.append(ranker(features).float().cpu())
             labels.append(batch["labels"])
-    finally:
-        ranker.train(was_training)
     logit, label = torch.cat(logits), torch.cat(labels)
     rate = float(label.mean())
     prior = -(rate * np.log(rate) + (1 - rate) * np.log(1 - rate)) if 0 < rate < 1 else 0.0

@@ -599,16 +599,11 @@ class PairClassifier(nn.Module):
             embeddings, _ = self.model.cross_sequence(embeddings)  # (B, 2, N, d): C
         return self.classifier(embeddings.flatten(1))
 
-    @torch.inference_mode()
     def predict(self, pairs: Pairs, batch_size: int = 64) -> np.ndarray:
         """The predicted class of each pair."""
-        was_training = self.training
-        self.eval()
-        try:
+        with inference(self, self.model.device):
             logits = [
                 self(pairs.first[i : i + batch_size], pairs.second[i : i + batch_size])
                 for i in range(0, len(pairs), batch_size)
             ]
-        finally:
-            self.train(was_training)
         return torch.cat(logits).argmax(dim=-1).numpy()
