@@ -35,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -306,16 +305,15 @@ def open_corpus(corpus, out, kind: str, num_proc: int, overwrite: bool):
 
 @contextmanager
 def staging(out: Path, kind: str, overwrite: bool) -> Iterator[tuple[Path, Path]]:
-    """``(work folder, staged output)``; the output is renamed onto ``out`` on success."""
+    """``(work folder, staged output)``; the output is renamed onto ``out`` on success, the
+    work folder beside it removed with the staging folder."""
     from datasets import disable_caching
 
     disable_caching()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        tempfile.TemporaryDirectory(prefix=f".{out.name}.work.", dir=out.parent) as work,
-        atomic_path(out, f"{kind}-data", overwrite=overwrite) as staged,
-    ):
-        yield Path(work), staged
+    with atomic_path(out, f"{kind}-data", overwrite=overwrite) as staged:
+        work = staged.with_name(".work")
+        work.mkdir()
+        yield work, staged
 
 
 def _map(source, function, kind: str, num_proc: int, cache: Path, kwargs: dict):
