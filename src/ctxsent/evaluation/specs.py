@@ -34,13 +34,9 @@ def evaluator_from_spec(
         )
     if kind == "as2" and where:
         from ctxsent.evaluation.as2_evaluation import As2Evaluator
-        from ctxsent.tasks.as2_load import load_as2
-        from ctxsent.tasks.as2_records import clean
+        from ctxsent.tasks.as2_load import evaluation_records
 
-        records = clean(load_as2(where, "dev"))
-        if not records:
-            raise InputError("no dev question has both correct and wrong candidates", field="eval")
-        return As2Evaluator(records, batch_size)
+        return As2Evaluator(evaluation_records(where, "dev")[0], batch_size)
     if kind == "senteval" and where:
         from ctxsent.evaluation.senteval import SentEvalEvaluator
         from ctxsent.tasks.senteval import load_tasks
