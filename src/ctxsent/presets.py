@@ -2,19 +2,13 @@
 
 A :class:`Preset` is a name, a family (``cross-thought``, ``ssp``, ``encoder``, ``as2``), a
 one-line description, the family's config dataclass instance and the model settings the
-recipe fixes (AS2: the architecture). Each family registers its presets
-(:func:`register`) where it defines them, when that module is imported: the paper presets
-with the paper's hyper-parameters and their ``-cpu`` variants made by the family's one
-derivation rule (documented there). This module imports none of them at the top, so
-``ctxsent --help`` stays fast; a query (:func:`get_preset`, :func:`presets`) imports the
-families it needs (:data:`FAMILIES`), which may load torch.
-
-:func:`apply_overrides` is the one parser of ``--set key=value``: values are typed by the
-config's field annotations and the result is built with :func:`dataclasses.replace`, so the
-config's own ``__post_init__`` checks ranges and choices.
-
-Every family's default backbone is the built-in one, :data:`DEFAULT_BACKBONE`
-(:mod:`ctxsent.models.backbones` loads it).
+recipe fixes (AS2: the architecture). Each family registers its presets (:func:`register`)
+where it defines them: the paper presets and their ``-cpu`` variants, made by the family's
+one derivation rule. This module imports none at the top, so ``ctxsent --help`` stays fast;
+a query (:func:`get_preset`, :func:`presets`) imports the families it needs
+(:data:`FAMILIES`). :func:`apply_overrides` is the one parser of ``--set key=value``, typed
+by the config's annotations and built with :func:`dataclasses.replace`, so the config's
+``__post_init__`` checks ranges. Every family's default backbone is :data:`DEFAULT_BACKBONE`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,13 @@
 """Did SSP pre-training learn its objective? Its head scored on examples it never saw.
 
-Each positive comes with 4 negatives (SSP paper, section 4), so a head that always
-answers "not the same paragraph" already scores accuracy 0.80 and log-loss 0.500 nats.
-The training log shows one mini-batch of 16 every 50 steps, too noisy to tell a head
-that learned from one at that prior. This module scores the saved model on examples
-that no training step drew: the run's batch stream depends only on its seed, batch
-size and step count (:class:`~ctxsent.objectives.global_batch.StreamBatches`), so the
-examples it never visits are known exactly. Reported: accuracy, log-loss, the prior's
-log-loss on the same examples, and the ROC AUC (0.5: no ranking skill), all on the
-unmasked input that fine-tuning will see. :class:`SspHeldoutEvaluator` gives the same
-numbers as an :class:`~ctxsent.protocols.Evaluator` (primary: AUC).
+Each positive comes with 4 negatives (SSP paper, section 4), so a head always answering
+"not the same paragraph" scores accuracy 0.80 and log-loss 0.500 nats, and the training
+log's one mini-batch of 16 every 50 steps is too noisy to tell a head that learned from
+it. A run's batch stream depends only on its seed, batch size and step count
+(:class:`~ctxsent.objectives.global_batch.StreamBatches`), so the examples it never drew
+are known exactly; on them, unmasked as fine-tuning sees them, this module reports
+accuracy, log-loss, the prior's log-loss and the ROC AUC (0.5: no skill), also as an
+:class:`~ctxsent.protocols.Evaluator` (:class:`SspHeldoutEvaluator`, primary: AUC).
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """A mean-pooled HF transformer sentence encoder (the sentence-transformers recipe).
 
-all-MiniLM-L6-v2 embeds a sentence as the attention-masked mean of its last hidden
-states, then L2-normalises it (Reimers & Gurevych, 2019). :class:`BiEncoder` does the
-same with plain ``transformers``, so any HF encoder folder or hub id works; it serves
-the SentEval-style evaluation.
-
-:class:`BiEncoderRanker` (model kind ``bi-encoder``) is that encoder as an AS2 ranker:
-question and candidate are embedded independently and scored by the cosine of their
-embeddings. Built from a backbone it is the zero-shot baseline (``bi-encoder[:BACKBONE]``);
-fine-tuned by :func:`~ctxsent.training.as2_finetune.finetune_as2` (``--arch bi-encoder``,
-listwise: Cross-Thought's Eq. 10 on cosine similarities) it is the most accurate WikiQA
-ranker trained on a CPU here. It is an :class:`~ctxsent.protocols.Encoder` too, and exports
-exactly to sentence-transformers.
-
-Inference follows the toolkit's CPU rules: texts are sorted by length, each batch is
-padded to its longest item, and the original order is restored at the end.
+all-MiniLM-L6-v2 embeds a sentence as the attention-masked mean of its last hidden states,
+L2-normalised (Reimers & Gurevych, 2019); :class:`BiEncoder` does the same with plain
+``transformers``, so any HF encoder folder or hub id works. :class:`BiEncoderRanker` (kind
+``bi-encoder``) is that encoder as an AS2 ranker scoring the cosine of question and
+candidate embeddings: zero-shot from a backbone (``bi-encoder[:BACKBONE]``), or fine-tuned
+(``--arch bi-encoder``, listwise: Cross-Thought's Eq. 10 on cosines). It is an
+:class:`~ctxsent.protocols.Encoder` too, and exports exactly to sentence-transformers.
 """
 
 from __future__ import annotations

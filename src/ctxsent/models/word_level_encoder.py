@@ -1,13 +1,9 @@
 """What every word-level sentence encoder shares: a vocabulary, ``encode()``, save and load.
 
-Subclasses (:mod:`~ctxsent.models.rnn_cnn`, :mod:`~ctxsent.models.mean_max_aae`)
-define ``forward(ids, mask) -> (batch, dim)`` and a config dataclass with
-``vocab_size``, ``embedding_dim`` and ``max_length``. Decoders live beside the
-encoders but are separate modules, so a saved folder holds the encoder only:
-``ctxsent.json`` (kind + config), ``model.safetensors`` and ``vocab.txt``.
-
-Inference follows the toolkit's CPU rules: texts are sorted by length, each batch
-is padded to its longest item, and the input order is restored at the end.
+Subclasses (:mod:`~ctxsent.models.rnn_cnn`, :mod:`~ctxsent.models.mean_max_aae`) define
+``forward(ids, mask) -> (batch, dim)`` and a config dataclass with ``vocab_size``,
+``embedding_dim`` and ``max_length``. Decoders are separate modules, so a saved folder holds
+the encoder only: ``ctxsent.json`` (kind + config), ``model.safetensors`` and ``vocab.txt``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """Writing tokenised SSP example datasets (``ctxsent pretrain-data ssp``).
 
-The corpus is cut into blocks of ``block_size`` consecutive documents
-(:mod:`ctxsent.objectives.ssp`); ``datasets.map`` over the block numbers with
-``num_proc`` workers builds and tokenises each block and streams the rows to
-Arrow files, so neither the corpus (memory-mapped) nor the output is ever held
-in memory. The output folder is an HF ``datasets`` folder with the columns
-``input_ids`` (int32), ``token_type_ids`` (int8), ``label`` and ``objective``
-(int8), plus ``ssp.json`` (config, counts, timing) and ``tokenizer/`` (the
-tokenizer that produced the ids: a backbone's, or one trained on the corpus
-first for models built from scratch). It is written to a temporary folder
-and renamed, so a crash never leaves an output that looks complete.
+``datasets.map`` over the corpus's blocks of ``block_size`` documents
+(:mod:`ctxsent.objectives.ssp`), in ``num_proc`` workers, builds and tokenises each block
+and streams the rows to Arrow, so neither the corpus nor the output is held in memory. The
+output is an HF ``datasets`` folder with ``input_ids`` (int32), ``token_type_ids`` (int8),
+``label`` and ``objective`` (int8), plus ``ssp.json`` (config, counts, timing) and
+``tokenizer/`` (a backbone's, or one trained on the corpus for models built from scratch),
+written atomically.
 """
 
 from __future__ import annotations
