@@ -1,14 +1,10 @@
 """What transformer AS2 rankers share: input segments, segment embeddings, saving.
 
-Pairwise input is ``[CLS] q [SEP] a [SEP]``; contextual input appends the
-previous and next sentence of the candidate as a third segment with its own
-segment id (SSP paper, section 3 and appendix D; Lauriola & Moschitti 2021).
-
-Backbones with two segment embeddings (BERT, MiniLM) get a third row for the
-context. The papers initialise the extended segment embeddings from scratch
-for RoBERTa/ELECTRA; for BERT-style backbones we keep the two pretrained rows
-and initialise the new one as a copy of the candidate row, so that before any
-training the context reads like more candidate text rather than noise.
+Pairwise input is ``[CLS] q [SEP] a [SEP]``; contextual input adds the candidate's previous
+and next sentence as a third segment with its own segment id (SSP paper, section 3 and
+appendix D; Lauriola & Moschitti 2021). Backbones with two segment embeddings (BERT,
+MiniLM) get a third row, a copy of the candidate's (the papers start it from scratch for
+RoBERTa/ELECTRA), so before training the context reads like more candidate text.
 """
 
 from __future__ import annotations

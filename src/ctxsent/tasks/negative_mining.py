@@ -1,14 +1,11 @@
 """Hard negatives for question-answer pairs, and a train/dev split by document.
 
-Data that pairs each question with its answers only (every label 1, or no label column:
-:mod:`ctxsent.tasks.as2_files`) cannot train a ranker. :func:`mine_negatives` adds, for
-each question, the ``k`` candidates a retriever scores highest among those that do not
-answer it: the other sentences of its document, or any candidate of the data.
-
-No leakage: the pool is the candidates of the records passed in. Split first
-(:func:`split_by_document`), then mine each split on its own, so train negatives come
-from train candidates only and dev negatives from dev candidates only; mining the union
-would turn dev answers into train negatives and the reverse.
+Positives-only data (every label 1, or no label column: :mod:`ctxsent.tasks.as2_files`)
+cannot train a ranker. :func:`mine_negatives` adds, per question, the ``k`` candidates a
+retriever scores highest among those that do not answer it: its document's other
+sentences, or any candidate of the data. The pool is the records passed in, so split first
+(:func:`split_by_document`) and mine each split alone: mining the union would turn dev
+answers into train negatives and the reverse.
 """
 
 from __future__ import annotations
