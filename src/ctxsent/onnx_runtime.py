@@ -6,10 +6,10 @@ A folder of :func:`ctxsent.export.export_onnx` (``model.onnx``, ``tokenizer.json
 ``ctxsent.load(FOLDER)`` returns :func:`load_onnx`'s model: an :class:`OnnxRanker` (a
 cross-encoder's score per record, inputs built by
 :func:`~ctxsent.models.segments.encode_segments` as the torch ranker builds them) or an
-:class:`OnnxBiEncoder` (embeddings tokenised as :meth:`~ctxsent.models.bi_encoder.BiEncoder.tokenize`
-does, and their cosine per record). Inputs are sorted by length and padded per batch, as in
-torch. onnxruntime is imported when a folder loads, so importing this module needs neither
-it nor torch.
+:class:`OnnxBiEncoder` (embeddings of texts tokenised as
+:meth:`~ctxsent.models.bi_encoder.BiEncoder.tokenize` does, and their cosine per record).
+Inputs are sorted by length and padded per batch, as in torch. onnxruntime is imported
+when a folder loads, so importing this module needs neither it nor torch.
 """
 
 from __future__ import annotations
