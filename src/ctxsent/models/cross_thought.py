@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.errors import InputError, ModelFolderError, check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.inference import inference
 from ctxsent.models.ranker_base import As2Ranker
@@ -81,18 +81,8 @@ class CrossThoughtConfig:
     dropout: float = 0.1
 
     def __post_init__(self) -> None:
-        if self.num_special < 1:
-            raise InputError(
-                f"needs at least 1 special token, got {self.num_special}", field="num_special"
-            )
-        if not 1 <= self.max_length <= self.word_positions:
-            raise InputError(
-                f"max_length must be in [1, word_positions={self.word_positions}], "
-                f"got {self.max_length}",
-                field="max_length",
-            )
-        if self.cross_layers < 1:
-            raise InputError("cross_layers must be at least 1", field="cross_layers")
+        check_range(self, "num_special cross_layers", 1)
+        check_range(self, "max_length", 1, self.word_positions)
 
 
 class AttentionLayer(nn.Module):

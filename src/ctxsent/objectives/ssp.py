@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
 
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, check_range
 from ctxsent.models.segments import segment_budgets
 
 
@@ -79,13 +79,9 @@ class SspConfig:
             raise InputError(
                 f"unknown SSP objective {self.objective!r} (choose {choices})", field="objective"
             ) from None
-        for name in ("negatives", "max_s2_sentences", "positives_per_paragraph", "block_size"):
-            if getattr(self, name) < 1:
-                raise InputError(f"must be at least 1, got {getattr(self, name)}", field=name)
-        if not 0 <= self.max_hard_negatives <= self.negatives:
-            raise InputError("must lie in 0..negatives", field="max_hard_negatives")
-        if self.max_length < 8:
-            raise InputError(f"must be at least 8, got {self.max_length}", field="max_length")
+        check_range(self, "negatives max_s2_sentences positives_per_paragraph block_size", 1)
+        check_range(self, "max_hard_negatives", 0, self.negatives)
+        check_range(self, "max_length", 8)
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 
 from ctxsent import __version__
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, check_range
 from ctxsent.models.ranker_base import document_candidates, question_records, ranking
 from ctxsent.protocols import Encoder, Ranker, StagedRanker, SteppedRanker
 from ctxsent.serving.batching import Grouping, MicroBatcher
@@ -98,10 +98,8 @@ class BatchConfig:
     model_batch_size: int = 64
 
     def __post_init__(self) -> None:
-        if not 0 <= self.max_wait_ms < math.inf:  # NaN too
-            raise ValueError(f"max_wait_ms must be finite and >= 0, got {self.max_wait_ms!r}")
-        if self.model_batch_size < 1:
-            raise ValueError(f"model_batch_size must be at least 1, got {self.model_batch_size!r}")
+        check_range(self, "max_wait_ms", 0)
+        check_range(self, "model_batch_size", 1)
 
 
 class ModelRunner:
