@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import rankdata
 
 from ctxsent.errors import InputError, ModelFolderError, check_range
 from ctxsent.models.baseline_rankers import BM25Ranker
@@ -238,6 +237,8 @@ def reciprocal_rank_fusion(
     """Per question, ``sum_r w_r / (k + rank_r)``: ``rank_r`` is the 1-based rank under
     ``scores[r]`` (highest first), tied candidates sharing their average rank; every
     weight ``w_r`` is 1 unless ``weights`` are given."""
+    from scipy.stats import rankdata  # here: a torch-free process loads this module
+
     weights = weights or [1.0] * len(scores)
     fused = np.zeros(len(scores[0]), dtype=np.float64)
     for rows in groups:
