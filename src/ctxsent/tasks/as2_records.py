@@ -8,7 +8,7 @@ the sentence before and after it in its document (SSP paper, section 3,
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,9 +21,6 @@ class As2Record:
     next: str = ""
     document_id: str = ""
     document_title: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     @property
     def characters(self) -> int:
