@@ -111,25 +111,18 @@ def _bi_encoder_as_bert(encoder) -> tuple:
 
 
 def _cross_thought_as_bert(model) -> tuple:
-    """A Cross-Thought encoder with ``N = 1`` rewritten exactly as a BERT + tokenizer pair,
-    CLS pooling, no Normalize (as ``encode`` returns ``E``).
+    """A Cross-Thought encoder with ``N = 1`` rewritten exactly as BERT + tokenizer, CLS pooling,
+    no Normalize (``encode`` returns ``E``).
 
-    With one special token Eq. 1-2 encode ``[s; x_1 .. x_l]`` at positions ``0 .. l``, all
-    in segment 0, and take ``E = H[0]``: BERT's ``[CLS] x_1 .. x_l`` layout with CLS pooling,
-    once the first slot's input embedding is ``s`` and no ``[SEP]`` follows. So ``s`` becomes
-    a new word-embedding row (id = the old vocabulary size, a copy of the network is
-    changed) that the tokenizer's post-processor puts first; no text tokenises to that id,
-    so even a literal ``[CLS]`` in a text keeps its own embedding. ``max_length`` word tokens
-    plus the special make the exported ``model_max_length``. The tokenizer is saved as a
-    plain ``PreTrainedTokenizerFast``: BERT's own tokenizer class would rebuild the
-    ``[CLS] $A [SEP]`` post-processor on load.
-
-    One difference stays: a blank text, which :meth:`CrossThoughtModel.encode` reads as
-    ``[UNK]``, is the special token alone in the export.
-
-    ``N > 1`` concatenates ``N`` hidden states, which no sentence-transformers pooling
-    produces: it is refused.
-    """
+    With one special token Eq. 1-2 encode ``[s; x_1 .. x_l]`` at positions ``0 .. l`` in
+    segment 0 and take ``E = H[0]``: BERT's ``[CLS] x_1 .. x_l`` with CLS pooling, once the
+    first slot's input embedding is ``s`` and no ``[SEP]`` follows. So ``s`` becomes a new
+    word-embedding row (in a copy of the network) that the tokenizer's post-processor puts
+    first; no text tokenises to it, so a literal ``[CLS]`` keeps its own embedding. The
+    tokenizer is saved as a plain ``PreTrainedTokenizerFast`` (BERT's class would rebuild the
+    ``[CLS] $A [SEP]`` post-processor on load). One difference stays: a blank text, which
+    ``encode`` reads as ``[UNK]``, is the special token alone. ``N > 1`` concatenates ``N``
+    states, which no sentence-transformers pooling does: refused."""
     import copy
 
     from tokenizers import processors
@@ -204,25 +197,17 @@ def export_onnx(
     overwrite: bool = False,
     quantize: Quantization = "none",
 ) -> Path:
-    """Write a ranker's network to ``out/model.onnx`` with its tokenizer and
-    :data:`~ctxsent.onnx_runtime.ONNX_CONFIG`; :func:`ctxsent.onnx_runtime.load_onnx` (or
-    ``ctxsent.load(out)``) scores with it, without torch.
+    """Write a model's network to ``out/model.onnx`` with its tokenizer and
+    :data:`~ctxsent.onnx_runtime.ONNX_CONFIG`, which :func:`ctxsent.onnx_runtime.load_onnx`
+    (``ctxsent.load(out)``) runs without torch.
 
-    * a :class:`~ctxsent.models.cross_encoder.CrossEncoderRanker` (pairwise or contextual):
-      inputs ``input_ids``, ``token_type_ids``, ``attention_mask``; output ``score``, the
-      ranker's logit;
-    * a :class:`~ctxsent.models.bi_encoder.BiEncoderRanker` (a saved ``bi-encoder``, or the
-      zero-shot ``bi-encoder[:BACKBONE]``) or :class:`~ctxsent.models.bi_encoder.BiEncoder`:
-      inputs ``input_ids``, ``attention_mask`` of one text; outputs ``embedding`` (the
-      L2-normalised mean-pooled embedding, whose dot products are the ranker's cosines) and
-      ``pooled`` (before normalisation).
-
-    Batch and sequence axes are dynamic. ``quantize="int8"`` writes the graph with int8
-    weights (onnxruntime's ``quantize_dynamic``, see :func:`_quantize_int8`) and records it
-    in the config: its scores differ from the model's, so it is the one export that is not
-    exact. Anything else (a cascade, whose scores depend on per-question pruning; other
-    encoders) is refused before anything is written.
-    """
+    A cross-encoder ranker (pairwise or contextual) takes ``input_ids``, ``token_type_ids``,
+    ``attention_mask`` and gives ``score``, its logit; a bi-encoder (ranker) takes
+    ``input_ids``, ``attention_mask`` of a text and gives ``embedding`` (L2-normalised, whose
+    dot products are the ranker's cosines) and ``pooled``. Batch and sequence axes are
+    dynamic. ``quantize="int8"`` writes int8 weights (:func:`_quantize_int8`) and says so in
+    the config: the one export that is not exact. Other models are refused before anything
+    is written."""
     import torch
 
     if quantize not in ("none", "int8"):

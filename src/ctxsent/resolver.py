@@ -188,18 +188,11 @@ def build_pipeline(
 ) -> Path:
     """Build a pipeline from model specs (:func:`ctxsent.load`) and save it to ``out``.
 
-    * ``retriever``: ``bm25``, ``bi-encoder[:BACKBONE]`` or a saved bi-encoder folder; or a
-      hybrid, several of these joined by ``+`` (``bm25+runs/bi/model``), ``hybrid`` being
-      ``bm25+bi-encoder``. A spec that is an existing path is never split at ``+``.
-    * ``reranker``: any ranker that can be saved: a ctxsent model folder (cross-encoder,
-      cascade, bi-encoder, ...), ``bi-encoder[:BACKBONE]`` or ``bm25``.
-    * ``fusion``: how a hybrid's first stages are fused: ``rrf`` (reciprocal rank fusion,
-      k = 60) or ``rrf:K``.
-
-    Settings, the retriever's form and ``out`` are checked before anything loads; each
-    stage's kind before anything is written. Every stage is copied into ``out`` (written
-    atomically: :func:`~ctxsent.io.atomic_path`), so the folder stands alone.
-    """
+    ``retriever``: ``bm25``, ``bi-encoder[:BACKBONE]`` or a saved bi-encoder folder, or several
+    joined by ``+`` (a hybrid; ``hybrid`` is ``bm25+bi-encoder``; an existing path is never
+    split). ``reranker``: any ranker that can be saved. ``fusion``: ``rrf`` (k = 60) or
+    ``rrf:K`` for a hybrid. Settings and ``out`` are checked before anything loads, each
+    stage's kind before anything is written; every stage is copied into ``out``."""
     if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
         raise InputError(f"must be an integer >= 1, got {top_k!r}", field="top_k")
     specs = retriever_specs(retriever)

@@ -192,20 +192,13 @@ class BiEncoderConfig:
 class BiEncoderRanker(As2Ranker, nn.Module):
     """A bi-encoder AS2 ranker and sentence encoder: cosine of mean-pooled, normalised embeddings.
 
-    * Score: ``cos(E(question), E(candidate))`` with ``E`` the :class:`BiEncoder`
-      embedding (all-MiniLM-L6-v2's pooling: masked mean of the last hidden states, then
-      L2 normalisation). The ranker is never contextual: each candidate is embedded alone,
-      so its embedding can be computed once and indexed, ``encode`` gives exactly what
-      ``rank`` compares, and the model exports to sentence-transformers unchanged. (Reading
-      the neighbouring sentences would make a candidate's vector depend on its document,
-      which a sentence-transformers ``encode`` of the sentence cannot reproduce.)
-    * Encoder: :meth:`encode` returns the same embeddings (the service's ``/encode``).
-    * Training (:func:`~ctxsent.training.as2_finetune.finetune_as2`): :meth:`features` and
-      :meth:`embed_features` give a batch's embeddings with gradients; ``forward`` the
-      cosine of each record. The backbone's pooler (BERT's ``[CLS]`` dense layer), which
-      mean pooling never reads, is frozen, so that DDP and the optimiser skip it; it is
-      saved unchanged.
-    """
+    Never contextual: each candidate is embedded alone, so its embedding can be indexed,
+    ``encode`` gives exactly what ``rank`` compares, and the model exports to
+    sentence-transformers unchanged (a vector depending on the candidate's document could not
+    be reproduced by an ``encode`` of the sentence). For training, :meth:`features` and
+    :meth:`embed_features` give a batch's embeddings with gradients and ``forward`` each
+    record's cosine; the backbone's pooler, which mean pooling never reads, is frozen (DDP
+    and the optimiser skip it) and saved unchanged."""
 
     kind: str
     contextual = False
@@ -359,14 +352,11 @@ def layer_checkpointing(transformer: PreTrainedModel, enabled: bool = True) -> I
     """Per-layer activation checkpointing of ``transformer`` inside the block, when ``enabled``
     and gradients are on: each layer keeps only its input, and the backward pass recomputes it.
 
-    Non-reentrant :func:`torch.utils.checkpoint.checkpoint`, which keeps the autograd graph
-    and restores the RNG state for the recomputation: the dropout masks, the gradients and the
-    RNG stream after the step are bit for bit those of a plain forward pass (tested). It is
-    switched on as HF's ``gradient_checkpointing_enable`` does, by the ``gradient_checkpointing``
-    flag of the modules that run layers, but not on the model itself (where HF would warn that
-    it turns the decoder cache off) and without the input-embedding hook that the public
-    method adds on every call and never removes.
-    """
+    Non-reentrant :func:`torch.utils.checkpoint.checkpoint` restores the RNG state for the
+    recomputation, so dropout masks, gradients and the RNG stream are bit for bit those of a
+    plain forward pass (tested). It sets the ``gradient_checkpointing`` flag of the modules
+    that run layers as HF's ``gradient_checkpointing_enable`` does, but not on the model (where
+    HF warns about the decoder cache) and without the input-embedding hook HF never removes."""
     if not (enabled and torch.is_grad_enabled()):
         yield
         return

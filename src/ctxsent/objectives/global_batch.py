@@ -151,23 +151,19 @@ def global_mean(
 class StreamBatches(Sampler[list[int]]):
     """Steps ``[skip, total)`` of a seeded stream of global batches, each built when its step comes.
 
-    The stream chains data epochs: epoch ``e`` is a random order of the ``units`` (seeded by
-    ``(seed, e)``) cut into ``units // batch_size`` full batches (the few left over wait for
-    another epoch, a different few each time). With ``lengths``, each mega-batch of ``group``
-    batches is sorted by length before it is cut and the batches are shuffled, as in
-    :class:`~ctxsent.training.sampling.LengthGroupedBatches`. A batch depends only on the
-    seed and its step, so a run resumed after step ``k`` sets ``skip = k`` and sees exactly
-    what an uninterrupted run would. Nothing the size of the data is held but one epoch's
-    order (4 bytes a unit) and the lengths (2 bytes a unit): no list of all batches is ever
-    built.
+    Epoch ``e`` is a random order of the ``units`` (seeded by ``(seed, e)``) cut into
+    ``units // batch_size`` full batches (the few left over wait for another epoch). With
+    ``lengths``, each mega-batch of ``group`` batches is sorted by length before it is cut and
+    the batches shuffled, as :class:`~ctxsent.training.sampling.LengthGroupedBatches` does. A
+    batch depends only on the seed and its step, so a run resumed after step ``k`` sets
+    ``skip = k`` and sees what an uninterrupted run would; only one epoch's order (4 bytes a
+    unit) and the lengths (2 bytes a unit) are held.
 
-    ``batch_size`` is the global batch: :meth:`shard` (the trainer's
-    :class:`~ctxsent.training.sampling.FollowTrainer` calls it with its global rank and
-    world size) makes each rank yield its own near-equal
-    share of every batch, so the ranks' shares are disjoint and cover the batch. With
-    ``accumulate`` k, ``batch_size`` and ``total`` count optimizer steps: the stream holds
-    ``k * total`` batches of ``batch_size // k``, k for each step (gradient accumulation).
-    """
+    ``batch_size`` is the global batch: :meth:`shard` (called by
+    :class:`~ctxsent.training.sampling.FollowTrainer` with the rank and world size) makes each
+    rank yield its near-equal, disjoint share. With ``accumulate`` k, ``batch_size`` and
+    ``total`` count optimizer steps: the stream holds ``k * total`` batches of
+    ``batch_size // k``."""
 
     def __init__(
         self,

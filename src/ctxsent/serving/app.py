@@ -180,14 +180,11 @@ def _raw_encode_options(encoder: Any, batch_size: int) -> dict[str, Any]:
 def grouping(model: Any) -> Grouping:
     """How the batcher may group ``model``'s records across requests and within one.
 
-    Cross-encoders and bi-encoders score each record on its own, and encoders embed each
-    text on its own: small requests share calls and large ones are split. A cascade prunes
-    each request's candidates together: requests share calls but are never split by items;
-    a cascade and BM25 run in steps (:meth:`ModelRunner.__call__`), so a large request
-    takes turns. Other
-    rankers (BM25's IDF and Cross-Thought's attention over the candidates of a call, a
-    sequential ranker) score each request alone and whole.
-    """
+    Cross-encoders, bi-encoders and encoders score each record or text on its own: requests
+    share calls and large ones are split. A cascade prunes a request's candidates together:
+    requests share calls but are not split (it runs in steps, so a large request takes
+    turns). Other rankers (BM25's IDF, Cross-Thought's attention over a call's candidates, a
+    sequential ranker) score each request alone and whole."""
     from ctxsent.models.bi_encoder import BiEncoderRanker
     from ctxsent.models.transformer_ranker import TransformerRanker
 
