@@ -110,14 +110,11 @@ def apply_overrides(config: Config, assignments: typing.Iterable[str]) -> Config
     """``config`` with ``["key=value", ...]`` applied, later assignments winning.
 
     Values are typed by the field's annotation: ``int``, ``float``, ``str``, ``bool``
-    (``true``/``false``, ``1``/``0``, ``yes``/``no``), ``none`` for an optional field,
-    tuples as ``a,b``, a union tries its members in order (``devices=2`` is an int,
-    ``devices=auto`` a string); a ``Literal`` or a range is checked by the config's
-    ``__post_init__``. Keys may use ``-`` for ``_``. A field that is itself a dataclass
-    (e.g. an ELECTRA size) is set field by field with a dotted key: ``electra.hidden=64``.
-    An unknown key, a missing ``=``, a value of the wrong type or a field that takes no
-    text is refused with one line naming the key.
-    """
+    (``true``/``false``, ``1``/``0``, ``yes``/``no``), ``none`` for an optional field, tuples
+    as ``a,b``, a union tried member by member (``devices=2`` an int, ``devices=auto`` a
+    string); ranges and ``Literal``s are the config's ``__post_init__``'s to check. Keys may
+    use ``-`` for ``_``; a dataclass field is set field by field (``electra.hidden=64``).
+    Anything else is refused with one line naming the key."""
     hints = typing.get_type_hints(type(config))
     known = setting_names(config)
     changes: dict[str, Any] = {}

@@ -1,37 +1,28 @@
 """Retrieve then rerank, saved as one model folder (model kind ``pipeline``).
 
 A cheap first stage scores every candidate of a question; the ``top_k`` best go on to a
-reranker (a cross-encoder, a cascade, any :class:`~ctxsent.protocols.Ranker`), which
-scores only those. Decisions taken here:
+reranker (any :class:`~ctxsent.protocols.Ranker`), which scores only those. Decisions:
 
 * **First stage**: one ranker, or a *hybrid* of several fused per question by reciprocal
-  rank fusion (Cormack, Clarke & Buettcher, SIGIR 2009): ``sum_r 1 / (rrf_k + rank_r)``
-  with ``rank_r`` the 1-based rank of the candidate among its question's candidates under
-  first stage ``r`` and ``rrf_k`` = 60, the paper's constant. Candidates tied in one
-  first stage share their average rank, so a tie never favours either of them.
-* **Top K**: per question (``question_id``; a ``(question, candidate)`` pair's id is its
-  text), the ``top_k`` candidates with the highest first-stage score are kept; candidates
-  tied at the K-th score are kept in input order, so the reranker never sees more than
-  ``top_k`` per question.
-* **Scores**: a kept candidate gets the reranker's score unchanged. A candidate left out
-  gets ``m - 1 - d / D``, with ``m`` the lowest reranker score among its question's kept
-  candidates, ``d`` the dense rank (0 = best) of its first-stage score among the
-  question's left-out candidates and ``D`` their number of distinct first-stage scores:
-  below every kept candidate, ordered by the first stage, first-stage ties still tied. So
-  ``predict`` gives one score per record and metrics over all candidates are well defined.
+  rank fusion (Cormack, Clarke & Buettcher, SIGIR 2009): ``sum_r 1 / (rrf_k + rank_r)``,
+  ``rank_r`` the 1-based rank among the question's candidates under first stage ``r``,
+  ``rrf_k`` = 60 as in the paper; candidates tied in a stage share their average rank.
+  A first stage sees every record of a ``predict`` call (BM25 takes its IDF from all).
+* **Top K**: per question (``question_id``; a ``(question, candidate)`` pair's is its
+  text) the ``top_k`` highest first-stage scores are kept, ties at the K-th score in input
+  order, so the reranker never sees more than ``top_k`` per question.
+* **Scores**: a kept candidate gets the reranker's score. One left out gets
+  ``m - 1 - d / D``: ``m`` the lowest reranker score of its question's kept candidates,
+  ``d`` the dense rank (0 = best) of its first-stage score among the question's left-out
+  candidates, ``D`` their number of distinct first-stage scores; so every record has a
+  score, below every kept one, in first-stage order, ties still tied.
 * **Staged rerankers**: ``predict``'s other keyword arguments go to the reranker; with a
-  cascade or Sequential Ranker as reranker the pipeline is a
-  :class:`~ctxsent.protocols.StagedRanker` itself (:class:`StagedPipelineRanker`):
-  ``alphas``, ``num_stages`` and ``last_cost`` are the reranker's (its cost counts only the
-  candidates the first stage kept), so ``--alpha`` and the service's ``alpha`` apply.
-* A first stage sees every record of a ``predict`` call: BM25 takes its IDF from all of
-  their candidates (:mod:`~ctxsent.models.baseline_rankers`).
+  cascade or Sequential Ranker the pipeline is a :class:`~ctxsent.protocols.StagedRanker`
+  (:class:`StagedPipelineRanker`) whose ``alphas``, ``num_stages`` and ``last_cost`` (over
+  the kept candidates) are the reranker's.
 
-The folder holds ``retriever-0``, ``retriever-1``, ... and ``reranker``, each a saved model
-folder, except a BM25 stage, which is only named (``"bm25"``) in the manifest and rebuilt
-with its default settings. :func:`ctxsent.resolver.build_pipeline` makes one from model
-specs (``ctxsent pipeline build``); ``ctxsent.load(FOLDER)`` returns it, so ``rank``,
-``eval as2`` and ``serve`` take it like any model.
+The folder holds ``retriever-0``, ... and ``reranker``, each a saved model folder, except
+a BM25 stage, only named (``"bm25"``) in the manifest and rebuilt with default settings.
 """
 
 from __future__ import annotations

@@ -32,17 +32,12 @@ def mine_negatives(
 ) -> list[As2Record]:
     """``records`` plus up to ``k`` mined label-0 records per question, each after its own.
 
-    ``scores`` scores the distinct candidates of ``records`` for each distinct question
-    (:func:`ctxsent.resolver.candidate_scores`: BM25, or the cosine of an encoder's
-    embeddings). ``pool``: ``document``, the candidates sharing a
-    ``document_id`` with one of the question's answers, or ``all`` the distinct
-    candidates of ``records``; by default ``document`` when every record has a document id.
-
-    A candidate is never a negative of a question whose text it is already paired with
-    (so not of one it answers). A mined record takes its context and document from the
-    candidate's first record. Equal scores are ordered by a permutation drawn from
-    ``seed``, so the result is deterministic for given scores.
-    """
+    ``scores`` scores the distinct candidates for each distinct question
+    (:func:`ctxsent.resolver.candidate_scores`). ``pool``: ``document`` (the candidates sharing
+    a ``document_id`` with one of the question's answers) or ``all``; by default ``document``
+    when every record has a document id. A candidate is never a negative of a question it is
+    already paired with; a mined record takes its context and document from the candidate's
+    first record. Equal scores are ordered by a permutation drawn from ``seed``."""
     if k < 1:
         raise InputError(f"expected at least 1 negative per question, got {k}", field="negatives")
     if pool is None:
