@@ -185,13 +185,7 @@ class SspBuilder:
             k -= 1
         s1, start = rng.choice(pairs)
         s2 = tuple(range(first + start, first + start + k))
-        if objective is SspObjective.SDC:
-            context = _first_paragraph(doc)
-        elif objective is SspObjective.DPC:
-            context = tuple(first + i for i in range(n) if i != s1 and not start <= i < start + k)
-        else:
-            near = (start - 1, start + k)
-            context = tuple(first + i for i in near if 0 <= i < n and i != s1)
+        context = _context(doc, paragraph, start, k, objective, s1)
         tag = OBJECTIVE_IDS[objective]
         s1 = (first + s1,)
         group = [SspExample(s1, s2, context, 1, tag)]
@@ -217,17 +211,18 @@ class SspBuilder:
         k = min(rng.randint(1, self.config.max_s2_sentences), room)
         start = rng.randrange(n - k + 1)
         s2 = tuple(range(first + start, first + start + k))
-        if objective is SspObjective.SDC:
-            context = _first_paragraph(doc)
-        elif objective is SspObjective.DPC:
-            context = tuple(first + i for i in range(n) if not start <= i < start + k)
-        else:
-            context = tuple(first + i for i in (start - 1, start + k) if 0 <= i < n)
-        return SspExample(s1, s2, context, 0, tag)
+        return SspExample(s1, s2, _context(doc, paragraph, start, k, objective), 0, tag)
 
 
-def _first_paragraph(doc: _Document) -> tuple[int, ...]:
-    return tuple(range(doc.starts[0], doc.starts[0] + doc.sizes[0]))
+def _context(doc, paragraph, start, k, objective, s1=-1) -> tuple[int, ...]:
+    """The objective's context of ``s2`` = sentences ``start .. start + k - 1`` of
+    ``paragraph`` of ``doc``, without the paragraph's sentence ``s1``."""
+    if objective is SspObjective.SDC:
+        return tuple(range(doc.starts[0], doc.starts[0] + doc.sizes[0]))
+    n, first = doc.sizes[paragraph], doc.starts[paragraph]
+    if objective is SspObjective.DPC:
+        return tuple(first + i for i in range(n) if i != s1 and not start <= i < start + k)
+    return tuple(first + i for i in (start - 1, start + k) if 0 <= i < n and i != s1)
 
 
 _WORD_LOCAL_NORMALIZERS = ("BertNormalizer", "Lowercase", "NFD", "NFKD", "StripAccents")
@@ -310,13 +305,7 @@ def encode_examples(
         if len(a) + len(b) + len(c) > room:
             keep_a, keep_b, keep_c = segment_budgets([len(a), len(b), len(c)], room)
             a, b, c = a[:keep_a], b[:keep_b], c[:keep_c]
-        ids.append(cls)
-        ids += a
-        ids.append(sep)
-        ids += b
-        ids.append(sep)
-        ids += c
-        ids.append(sep)
+        ids += [cls, *a, sep, *b, sep, *c, sep]
         types += [0] * (len(a) + 2)
         types += [1] * (len(b) + 1)
         types += [2] * (len(c) + 1)
