@@ -284,15 +284,15 @@ def _binary_label(path: str | Path, line_no: int, field: str, value: str) -> int
     return int(value)
 
 
-def read_json(path: str | Path) -> object:
-    """Parse a JSON file (``.gz`` allowed); bad UTF-8 or JSON raises :class:`InputError`."""
+def read_json(path: str | Path, encoding: str = "utf-8") -> object:
+    """Parse a JSON file (``.gz`` allowed); bad text or JSON raises :class:`InputError`."""
     try:
-        with open_text(path) as handle:
+        with open_text(path, encoding) as handle:
             return json.load(handle)
     except UnicodeDecodeError as err:
-        raise InputError(f"not valid UTF-8 text ({err.reason})", path=path) from None
+        raise InputError(f"not valid {encoding} text ({err.reason})", path=path) from None
     except json.JSONDecodeError as err:
-        raise InputError(f"invalid JSON: {err.msg}", path=path, line=err.lineno) from None
+        raise InputError(f"not valid JSON ({err.msg})", path=path, line=err.lineno) from None
 
 
 def _json_field(path: Path, index: int, entry: object, field: str, kind: type) -> object:
