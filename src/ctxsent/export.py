@@ -56,13 +56,9 @@ def _set_json(path: Path, **fields: object) -> None:
 
 
 def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = False) -> Path:
-    """Write a sentence encoder as a sentence-transformers folder at ``out``.
-
-    ``SentenceTransformer(out).encode`` gives the embeddings of the encoder's own ``encode``
-    (:func:`_exports`: a bi-encoder, or a Cross-Thought encoder with one special token, or a
-    ranker built on either). Anything else is refused with an :class:`InputError` before
-    anything is written.
-    """
+    """Write a sentence encoder as a sentence-transformers folder at ``out`` whose
+    ``SentenceTransformer(out).encode`` gives the encoder's own ``encode`` (:func:`_exports`: a
+    bi-encoder or a one-special-token Cross-Thought encoder, or a ranker on either)."""
     backbone = getattr(getattr(encoder, "config", None), "backbone", None)  # for the card
     exported = _exporter(encoder, "sentence-transformers")
     transformer, tokenizer, max_seq_length, pooling, normalize, tokenizer_class = exported

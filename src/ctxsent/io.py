@@ -70,13 +70,9 @@ def check_output(target: str | Path, kind: str | None, overwrite: bool = False) 
 
 
 def check_writable(target: str | Path, folder: bool | None = None) -> None:
-    """Raise :class:`InputError` unless ``target`` can be written; call it before any work.
-
-    The nearest existing path above ``target`` must be a folder this process may write
-    in, and so must ``target`` if it is an existing folder. ``folder`` True (False) also
-    refuses an existing file (folder) at ``target``. Every command checks its outputs
-    with it before it loads anything.
-    """
+    """Raise :class:`InputError` unless ``target`` can be written: the nearest existing path above
+    it, and ``target`` if it is an existing folder, must be folders this process may write in;
+    ``folder`` True (False) also refuses an existing file (folder). Call it before any work."""
     target = Path(target)
     if folder is not None and target.exists() and target.is_dir() != folder:
         found, expected = ("file", "folder") if folder else ("folder", "file")

@@ -46,12 +46,9 @@ def build_corpus(
 ) -> dict:
     """Build the corpus of ``inputs`` into the folder ``out`` and return its summary.
 
-    ``fmt`` applies to every input (``auto``: detected per file). ``exclude_from`` adds
-    what each ``NAME:PATH`` source excludes to the filter's exclusions
-    (:func:`~ctxsent.corpus.exclusions.exclusions_from_source`; ``titles:FILE`` is a list of
-    titles). ``overwrite`` replaces an existing corpus folder; any other existing path is
-    refused. A warning counts the documents read without a paragraph break.
-    """
+    ``fmt`` applies to every input (``auto``: detected per file); ``exclude_from`` adds what
+    each ``NAME:PATH`` source excludes (:func:`~ctxsent.corpus.exclusions.exclusions_from_source`)
+    to the filter's exclusions. A warning counts the documents read without a paragraph break."""
     out = Path(out)
     check_corpus_output(out, overwrite)  # before the exclusions load
     corpus_filter = corpus_filter or CorpusFilter()

@@ -88,13 +88,10 @@ class BiEncoder(nn.Module):
     def random_init(
         cls, name_or_path: str = DEFAULT_BACKBONE, *, seed: int = 0, **config_overrides
     ) -> BiEncoder:
-        """The same architecture and tokenizer with freshly initialised weights.
-
-        With the defaults this is the evaluation's random-encoder control: a MiniLM-shaped
-        transformer that was never trained, isolating what pre-training adds over the
-        architecture and the tokenizer (cf. Wieting & Kiela, 2019, "No Training Required").
-        ``config_overrides`` (e.g. ``num_hidden_layers=2, hidden_size=32``) give tiny test models.
-        """
+        """The same architecture and tokenizer with freshly initialised weights: with the defaults
+        the random-encoder control, isolating what pre-training adds (cf. Wieting & Kiela, 2019,
+        "No Training Required"); ``config_overrides`` (``num_hidden_layers=2``, ...) make tiny
+        test models."""
         path = resolve_backbone(name_or_path)
         config = AutoConfig.from_pretrained(path, **config_overrides)
         with torch.random.fork_rng(devices=[]):

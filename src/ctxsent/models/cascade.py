@@ -144,13 +144,10 @@ class CascadeRanker(TransformerRanker):
         exits: Sequence[int] = (),
         layers: int | None = None,
     ) -> CascadeRanker:
-        """A fresh cascade: pretrained encoder (its first ``layers`` layers), new exit heads.
-
-        ``exits`` defaults to :func:`default_exits`. One exit at the last layer is a
-        monolithic ranker with the cascade's classifier: the mean of the token states
-        through the 3-layer FFN, which lets truncated monolithic models and the
-        cascade's exits share their read-out.
-        """
+        """A fresh cascade: pretrained encoder (its first ``layers`` layers), new exit heads at
+        ``exits`` (default: :func:`default_exits`). One exit at the last layer is a monolithic
+        ranker with the cascade's classifier, so truncated monolithic models and the cascade's
+        exits share their read-out."""
         from transformers import AutoModel, AutoTokenizer
 
         path = resolve_backbone(backbone)
@@ -222,13 +219,9 @@ class CascadeRanker(TransformerRanker):
         show_progress: bool = False,
         alpha: float | Sequence[float] | None = None,
     ) -> np.ndarray:
-        """Cascade scores: exit reached + sigmoid(partial logit), higher ranks first.
-
-        The integer part orders candidates by the exit they reached (survivors
-        last = highest), the fraction by their score there, which gives the
-        ranking described in the module docstring. ``self.last_cost`` holds the
-        layer-candidate cost of the call. Runs in :attr:`precision` (fp32, bf16, fp16).
-        """
+        """Cascade scores: exit reached + sigmoid(partial logit), higher first: survivors rank above
+        the candidates dropped at later exits, each group by its score (module docstring).
+        ``last_cost`` holds the call's layer-candidate cost."""
         with self.inference(len(records), show_progress) as progress:
             return finish(self.predict_steps(records, batch_size, alpha, progress=progress))
 

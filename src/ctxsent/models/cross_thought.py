@@ -503,12 +503,9 @@ def selection_log_probs(
 class CrossThoughtRanker(As2Ranker):
     """AS2 from cached candidate embeddings matched against the question (section 3.3).
 
-    Each distinct candidate is encoded once, independently of any question, and kept in
-    :attr:`cache`; a question is encoded and scored against its candidates (the records
-    with its question id) with :func:`selection_log_probs`. The cache empties itself when
-    the weights change (a training step, a loaded state), so a ranker can be evaluated
-    during fine-tuning.
-    """
+    Each distinct candidate is encoded once, independently of any question, into :attr:`cache`
+    (emptied when the weights change, so a ranker can be evaluated during fine-tuning); a
+    question is scored against its candidates with :func:`selection_log_probs`."""
 
     kind: str
 

@@ -30,13 +30,9 @@ TargetKind = Literal["window", "sentence"]
 
 
 class NextWindowDataset(Dataset):
-    """Item ``k``: (input sentence ids, target ids) as int64 arrays.
-
-    ``corpus`` is a data folder's
-    lazy :class:`~ctxsent.objectives.pretrain_data.ArrowSentences`; items are the
-    sentences that have a next one in their document, in corpus order, found by
-    arithmetic on the per-document counts (no per-example index is built).
-    """
+    """Item ``k``: (input sentence ids, target ids) as int64 arrays, over the sentences of a lazy
+    :class:`~ctxsent.objectives.pretrain_data.ArrowSentences` that have a next one in their
+    document, found by arithmetic on the per-document counts (no per-example index)."""
 
     def __init__(
         self,
