@@ -194,12 +194,8 @@ def check_file(path: str | Path) -> Path:
 
 
 def open_text(path: str | Path, encoding: str = "utf-8") -> IO[str]:
-    """Open a text file (``.gz`` transparently) after checking it (:func:`check_file`).
-
-    A UTF-8 byte-order mark is skipped. Decoding errors surface later as
-    :class:`UnicodeDecodeError`; use :func:`read_lines` to get them reported with the file
-    and line number.
-    """
+    """Open a checked (:func:`check_file`) text file, ``.gz`` transparently, skipping a UTF-8
+    byte-order mark; :func:`read_lines` reports decoding errors with the file and line."""
     path = check_file(path)
     encoding = _skipping_bom(encoding)
     if path.suffix == ".gz":
@@ -208,12 +204,9 @@ def open_text(path: str | Path, encoding: str = "utf-8") -> IO[str]:
 
 
 def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line)`` with line endings (LF or CRLF) removed.
-
-    Lines are decoded one at a time, so a byte sequence that is not valid
-    ``encoding`` raises :class:`InputError` naming the file and the exact line. A UTF-8
-    byte-order mark at the start of the file is skipped.
-    """
+    """Yield ``(line_number, line)`` with line endings (LF or CRLF) and a leading UTF-8
+    byte-order mark removed; a line that is not valid ``encoding`` is an :class:`InputError`
+    naming the file and line."""
     path = check_file(path)
     with _open_binary(path) as handle:
         for line_no, raw in enumerate(handle, start=1):

@@ -163,11 +163,8 @@ class OnnxRanker(_OnnxModel):
     def predict(
         self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
-        """One score per record, in input order; batches of similar length, padded per batch.
-
-        A contextual model reads ``previous`` and ``next`` joined by a space as its third
-        segment, as :meth:`~ctxsent.models.transformer_ranker.TransformerRanker.segments`.
-        """
+        """One score per record, in input order, in batches of similar length; a contextual model
+        reads ``previous`` and ``next`` joined by a space as its third segment, as in torch."""
         columns = [[r.question for r in records], [r.candidate for r in records]]
         if self.contextual:
             columns.append([" ".join(filter(None, (r.previous, r.next))) for r in records])

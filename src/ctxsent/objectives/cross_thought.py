@@ -65,11 +65,8 @@ def cut_sequences(tokens: list[int], sequence_length: int, min_tokens: int) -> l
 
 
 class ConsecutiveSequences(Dataset):
-    """Sample ``i`` is sequences ``[i*M, (i+1)*M)``; the last sample may hold fewer.
-
-    ``chunks``: the :class:`~ctxsent.objectives.pretrain_data.ArrowChunks` of a data folder
-    (``len`` and ``rows(start, stop)``: ids ``(n, L)`` and lengths).
-    """
+    """Sample ``i`` is sequences ``[i*M, (i+1)*M)`` (the last may hold fewer) of ``chunks``, a
+    data folder's :class:`~ctxsent.objectives.pretrain_data.ArrowChunks`."""
 
     def __init__(self, chunks, sequences_per_sample: int) -> None:
         if sequences_per_sample < 1:
@@ -87,12 +84,10 @@ class ConsecutiveSequences(Dataset):
 
 @dataclass
 class CrossThoughtCollator:
-    """Stacks samples into ``(B, M, L)`` tensors, masks 15% of words, draws position offsets.
-
-    ``__call__`` draws from its own generator (seeded once); training calls :meth:`stack`
-    in the loader and :meth:`mask` in the step with a generator seeded by the step, so a
-    resumed run draws the same masks as an uninterrupted one.
-    """
+    """Stacks samples into ``(B, M, L)`` tensors, masks 15% of words, draws position offsets;
+    ``__call__`` draws from its own generator, training from one seeded by the step
+    (:meth:`stack` in the loader, :meth:`mask` in the step), so a resumed run draws as an
+    uninterrupted one."""
 
     mask_id: int
     vocab_size: int

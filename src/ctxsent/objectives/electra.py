@@ -76,12 +76,9 @@ def replaced_token_loss(
     corrupted: torch.Tensor,
     attention_mask: torch.Tensor,
 ) -> torch.Tensor:
-    """ELECTRA's ``L_Disc`` (section 2): binary cross-entropy of "replaced" per token.
-
-    Averaged over every non-padding token (special tokens included, as in
-    ELECTRA); a token is "replaced" only where it differs from the original,
-    so a sampled token equal to the original counts as original.
-    """
+    """ELECTRA's ``L_Disc`` (section 2): binary cross-entropy of "replaced" per token, averaged
+    over every non-padding token (special tokens included); a sampled token equal to the
+    original counts as original."""
     active = attention_mask.bool()
     labels = (corrupted != original).float()
     total = F.binary_cross_entropy_with_logits(
@@ -91,12 +88,8 @@ def replaced_token_loss(
 
 
 class ElectraObjective(nn.Module):
-    """The generator and the RTD head around a discriminator (passed at each call).
-
-    The discriminator is not a sub-module here: it belongs to the ranker that
-    is saved, while this module (generator, RTD head) is dropped after
-    pre-training.
-    """
+    """The generator and the RTD head around a discriminator passed at each call: the
+    discriminator belongs to the saved ranker, this module is dropped after pre-training."""
 
     def __init__(self, discriminator, generator_fraction: float) -> None:
         from transformers import ElectraForMaskedLM

@@ -509,12 +509,8 @@ class ArrowChunks:
 
 
 class ArrowSentences:
-    """An encoder data folder's sentences, read from the memory-mapped table on demand.
-
-    What the example datasets (:mod:`~ctxsent.objectives.next_window`,
-    :mod:`~ctxsent.objectives.reconstruct`) read; it holds only the first sentence index of
-    each document.
-    """
+    """An encoder data folder's sentences, read from the memory-mapped table on demand (by the
+    example datasets); it holds only each document's first sentence index."""
 
     def __init__(self, dataset) -> None:
         import pyarrow.compute as pc

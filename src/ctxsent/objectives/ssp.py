@@ -280,12 +280,9 @@ def encode_examples(
     cls: int,
     sep: int,
 ):
-    """A ``pyarrow.Table`` of ``input_ids``, ``token_type_ids``, ``label``, ``objective``.
-
-    Each sentence is tokenised once; segments are joined from token lists as
-    ``[CLS] s1 [SEP] s2 [SEP] context [SEP]`` with segment ids 0, 1, 2. Columns
-    are built flat (one Arrow buffer each), which is much cheaper than lists.
-    """
+    """A ``pyarrow.Table`` of ``input_ids``, ``token_type_ids``, ``label``, ``objective``: each
+    sentence tokenised once, joined as ``[CLS] s1 [SEP] s2 [SEP] context [SEP]`` with segment
+    ids 0, 1, 2, in flat columns (one Arrow buffer each, much cheaper than lists)."""
     import numpy as np
     import pyarrow as pa
 
