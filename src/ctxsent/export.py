@@ -73,27 +73,25 @@ def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = Fals
         for path in paths[1:count]:
             (staged / path).mkdir()
         module = "sentence_transformers.models."
-        modules = [
-            {"idx": i, "name": str(i), "path": paths[i], "type": module + names[i]}
-            for i in range(count)
-        ]
-        _write_json(staged / "modules.json", modules)
-        _write_json(
-            staged / "sentence_bert_config.json",
-            {"max_seq_length": max_seq_length, "do_lower_case": False},
-        )
-        _write_json(
-            staged / "1_Pooling" / "config.json",
-            {
+        files = {
+            "modules.json": [
+                {"idx": i, "name": str(i), "path": paths[i], "type": module + names[i]}
+                for i in range(count)
+            ],
+            "sentence_bert_config.json": {"max_seq_length": max_seq_length, "do_lower_case": False},
+            "1_Pooling/config.json": {
                 "word_embedding_dimension": transformer.config.hidden_size,
                 "pooling_mode_cls_token": pooling == "cls",
                 "pooling_mode_mean_tokens": pooling == "mean",
                 "pooling_mode_max_tokens": False,
                 "pooling_mode_mean_sqrt_len_tokens": False,
             },
-        )
-        similarity = {"similarity_fn_name": "cosine" if normalize else "dot"}
-        _write_json(staged / "config_sentence_transformers.json", similarity)
+            "config_sentence_transformers.json": {
+                "similarity_fn_name": "cosine" if normalize else "dot"
+            },
+        }
+        for name, value in files.items():
+            _write_json(staged / name, value)
         kind = "bi-encoder" if normalize else "cross-thought"
         write_export_card(staged, "sentence-transformers", kind, backbone)
     return Path(out)
