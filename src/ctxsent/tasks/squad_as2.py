@@ -35,7 +35,7 @@ from ctxsent.io import atomic_path, atomic_write, check_output
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from ctxsent.tasks.as2_readers import read_json
 from ctxsent.tasks.as2_records import As2Record
-from ctxsent.text import sentence_spans
+from ctxsent.text import neighbours, sentence_spans
 
 SPLITS = ("train", "dev", "test")
 SPLIT_FRACTIONS = (0.70, 0.15, 0.15)
@@ -58,26 +58,14 @@ class SquadArticle:
     """All sentences of the article, paragraph after paragraph."""
     questions: list[SquadQuestion]
 
-    def records(self) -> Iterator[As2Record]:
-        """One record per (question, sentence) pair, questions in file order."""
-        for question in self.questions:
-            yield from self.question_records(question)
-
     def question_records(self, question: SquadQuestion) -> Iterator[As2Record]:
         """``question`` paired with every sentence of the article, in article order."""
-        title = self.title.replace("_", " ")
-        sentences = self.sentences
-        for i, sentence in enumerate(sentences):
+        title, context = self.title.replace("_", " "), neighbours(self.sentences)
+        for i, sentence in enumerate(self.sentences):
             yield As2Record(
-                question_id=question.question_id,
-                question=question.question,
-                candidate=sentence,
-                label=int(i in question.positives),
-                previous=sentences[i - 1] if i > 0 else "",
-                next=sentences[i + 1] if i + 1 < len(sentences) else "",
-                document_id=self.title,
-                document_title=title,
-            )
+                question.question_id, question.question, sentence, int(i in question.positives),
+                *context[i], self.title, title,
+            )  # fmt: skip
 
 
 def read_squad_articles(path: str | Path) -> list[SquadArticle]:
