@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -144,13 +145,4 @@ def _top(rows: np.ndarray, scores: np.ndarray, tiebreak: np.ndarray, k: int) -> 
 
 
 def _negative(question: As2Record, candidate: As2Record) -> As2Record:
-    return As2Record(
-        question.question_id,
-        question.question,
-        candidate.candidate,
-        0,
-        candidate.previous,
-        candidate.next,
-        candidate.document_id,
-        candidate.document_title,
-    )
+    return replace(candidate, question_id=question.question_id, question=question.question, label=0)
