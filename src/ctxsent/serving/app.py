@@ -28,7 +28,7 @@ import math
 from base64 import b64encode
 from collections.abc import Awaitable, Hashable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from itertools import count
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -204,9 +204,7 @@ def _describe(model: Any) -> dict:
         "model": type(model).__name__,
         "kind": getattr(model, "kind", None),
         "contextual": bool(getattr(model, "contextual", False)),
-        "config": asdict(config)
-        if config is not None and hasattr(config, "__dataclass_fields__")
-        else None,
+        "config": asdict(config) if is_dataclass(config) else None,
     }
 
 
