@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import os
+import shutil
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -145,9 +146,7 @@ def atomic_write(
 def remove_path(path: Path) -> None:
     """Remove a file, a link or a folder with everything in it; nothing if it is absent."""
     if path.is_dir() and not path.is_symlink():
-        for child in path.iterdir():
-            remove_path(child)
-        path.rmdir()
+        shutil.rmtree(path)
     elif path.exists() or path.is_symlink():
         path.unlink()
 
