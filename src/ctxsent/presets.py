@@ -135,7 +135,7 @@ def apply_overrides(config: Config, assignments: typing.Iterable[str]) -> Config
         try:
             changes[key] = _parse(raw.strip(), hints[key])
         except ValueError:
-            raise InputError(f"expected {_type_name(hints[key])}, got {raw!r}", field=key) from None
+            raise InputError(f"expected {type_name(hints[key])}, got {raw!r}", field=key) from None
     return dataclasses.replace(config, **changes) if changes else config
 
 
@@ -173,10 +173,13 @@ def _parse(raw: str, kind: Any) -> Any:
     raise ValueError(raw)  # e.g. a nested dataclass: not settable from text
 
 
-def _type_name(kind: Any) -> str:
-    """``int``, ``int | None``, ``tuple[int, int]``: the annotation as a user would read it."""
+def type_name(kind: Any) -> str:
+    """``int``, ``int | None``, ``tuple[int, int]``, ``one of 'a', 'b'``: the annotation as a
+    user would read it."""
     if typing.get_origin(kind) in (Union, types.UnionType):
-        return " | ".join(_type_name(member) for member in typing.get_args(kind))
+        return " | ".join(type_name(member) for member in typing.get_args(kind))
+    if typing.get_origin(kind) is Literal:
+        return "one of " + ", ".join(map(repr, typing.get_args(kind)))
     if kind is type(None):
         return "None"
     return kind.__name__ if isinstance(kind, type) else str(kind).replace("typing.", "")

@@ -23,6 +23,7 @@ from pathlib import Path
 from ctxsent import model_card
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.io import MANIFEST, RUN_FILE, atomic_path
+from ctxsent.presets import type_name
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
 FORMAT_VERSION = 1
@@ -148,7 +149,7 @@ def config_from(config_class: type, manifest: dict, path: str | Path):
     for key, value in values.items():
         if not _fits(value, hints[key]):
             raise ModelFolderError(
-                f"expected {_type_name(hints[key])}, got {value!r}", path=where, field=key
+                f"expected {type_name(hints[key])}, got {value!r}", path=where, field=key
             )
     fixed = {
         k: tuple(v) if isinstance(v, list) and _is_tuple(hints[k]) else v for k, v in values.items()
@@ -185,12 +186,6 @@ def _fits(value: object, hint: object) -> bool:
 
 def _is_tuple(hint: object) -> bool:
     return tuple in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint)))
-
-
-def _type_name(hint: object) -> str:
-    if typing.get_origin(hint) is typing.Literal:
-        return "one of " + ", ".join(map(repr, typing.get_args(hint)))
-    return hint.__name__ if type(hint) is type else str(hint).replace("typing.", "")
 
 
 def load_tokenizer(folder: str | Path):
