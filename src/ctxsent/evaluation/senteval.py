@@ -435,8 +435,10 @@ def _embed_splits(data: TaskData, embed: Embedder) -> dict[str, np.ndarray | tup
     }
 
 
-def _features(vectors: np.ndarray | tuple) -> np.ndarray:
-    return pair_features(*vectors) if isinstance(vectors, tuple) else vectors
+def _xy(data: TaskData, vectors: dict) -> tuple[dict, dict]:
+    """Per split: the probe's features (:func:`pair_features` for pairs) and labels."""
+    x = {split: pair_features(*v) if isinstance(v, tuple) else v for split, v in vectors.items()}
+    return x, {split: data.splits[split].labels for split in vectors}
 
 
 # --- probes --------------------------------------------------------------------------------
@@ -487,8 +489,7 @@ def _cross_validated(x: np.ndarray, y: np.ndarray, setting: ClassifierSetting) -
 
 def _dev_selected(data: TaskData, vectors: dict, setting: ClassifierSetting) -> dict[str, float]:
     """Fit on train for each C, keep the best on dev, report test accuracy."""
-    x = {split: _features(v) for split, v in vectors.items()}
-    y = {split: data.splits[split].labels for split in vectors}
+    x, y = _xy(data, vectors)
     best, best_dev = None, -1.0
     for c in setting.c_grid:
         model = _logreg(c, setting).fit(x["train"], y["train"])
@@ -500,22 +501,19 @@ def _dev_selected(data: TaskData, vectors: dict, setting: ClassifierSetting) -> 
 
 def _train_test(data: TaskData, vectors: dict, setting: ClassifierSetting) -> dict[str, float]:
     """C by k-fold on train, refit on all of train, test accuracy (+ F1 for binary tasks)."""
-    x_train, x_test = _features(vectors["train"]), _features(vectors["test"])
-    y_train, y_test = data.splits["train"].labels, data.splits["test"].labels
-    c, dev_accuracy = _select_c_by_kfold(x_train, y_train, setting.c_grid_train_test, setting)
-    model = _logreg(c, setting).fit(x_train, y_train)
-    predicted = model.predict(x_test)
-    scores = {"acc": 100 * float(np.mean(predicted == y_test))}
+    x, y = _xy(data, vectors)
+    c, dev_accuracy = _select_c_by_kfold(x["train"], y["train"], setting.c_grid_train_test, setting)
+    predicted = _logreg(c, setting).fit(x["train"], y["train"]).predict(x["test"])
+    scores = {"acc": 100 * float(np.mean(predicted == y["test"]))}
     if dev_accuracy is not None:
         scores["dev_acc"] = dev_accuracy
     if len(data.task.classes) == 2:
-        scores["f1"] = 100 * float(f1_score(y_test, predicted))
+        scores["f1"] = 100 * float(f1_score(y["test"], predicted))
     return scores
 
 
 def _relatedness(data: TaskData, vectors: dict, setting: ClassifierSetting) -> dict[str, float]:
-    x = {split: _features(v) for split, v in vectors.items()}
-    y = {split: data.splits[split].labels for split in vectors}
+    x, y = _xy(data, vectors)
     dev_pearson, predicted = fit_relatedness(
         (x["train"], y["train"]),
         (x["dev"], y["dev"]),
