@@ -1,13 +1,8 @@
 """An evaluator named on the command line, for evaluation and early stopping during
-pre-training (``--eval SPEC``, the configs' ``eval`` setting):
-
-* ``as2:DATA``: dev MAP of an AS2 data spec (``wikiqa:DIR``, ``selqa:DIR``, ...;
-  :func:`~ctxsent.tasks.as2_load.load_as2`), clean questions only;
-* ``senteval:FOLDER[:TASK,...]``: SentEval macro accuracy, quick setting (default: every task);
-* ``squad:FILE[:QUESTIONS]``: Recall@20 of unsupervised paragraph ranking on a SQuAD file
-  (a seeded subset of ``QUESTIONS`` questions).
-
-SSP pre-training also takes ``heldout``: its own examples that no step draws
+pre-training (``--eval SPEC``, the configs' ``eval`` setting): ``as2:DATA`` (dev MAP of an
+AS2 data spec, clean questions), ``senteval:FOLDER[:TASK,...]`` (SentEval macro accuracy,
+quick setting), ``squad:FILE[:QUESTIONS]`` (Recall@20 of unsupervised paragraph ranking on
+a seeded subset of questions); SSP pre-training also takes ``heldout``
 (:class:`~ctxsent.evaluation.ssp_heldout.SspHeldoutEvaluator`).
 """
 
