@@ -35,11 +35,7 @@ def _pipeline(vocab: dict[str, int] | None = None):
     """An (untrained or trained) WordPiece tokenizer with BERT's normaliser and pre-tokenizer."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-    tokenizer = Tokenizer(
-        models.WordPiece(vocab=vocab, unk_token=UNK, continuing_subword_prefix=PREFIX)
-        if vocab
-        else models.WordPiece(unk_token=UNK, continuing_subword_prefix=PREFIX)
-    )
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token=UNK, continuing_subword_prefix=PREFIX))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece(prefix=PREFIX)
