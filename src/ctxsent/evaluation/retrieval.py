@@ -39,15 +39,9 @@ def recall_at_k(
         raise InputError(f"{len(rankings)} rankings for {len(gold)} questions", field="gold")
     if not gold or any(not g for g in gold):
         raise InputError("every question needs at least one gold passage", field="gold")
-    return {
-        f"recall@{k}": 100.0
-        * float(
-            np.mean(
-                [len(g & set(r[:k].tolist())) / len(g) for r, g in zip(rankings, gold, strict=True)]
-            )
-        )
-        for k in ks
-    }
+    pairs = list(zip(rankings, gold, strict=True))
+    shares = {k: [len(g & set(r[:k].tolist())) / len(g) for r, g in pairs] for k in ks}
+    return {f"recall@{k}": 100.0 * float(np.mean(share)) for k, share in shares.items()}
 
 
 def rank_candidates(
