@@ -82,14 +82,10 @@ def check_range(
     above: bool = False,
     below: bool = False,
 ) -> None:
-    """Raise :class:`InputError` naming the first of ``fields`` outside its valid range.
-
-    ``fields`` are space-separated attribute names of ``config``; each value must be a
-    finite number (never NaN or infinite), ``>= low`` (``> low`` with ``above``) and
-    ``<= high`` (``< high`` with ``below``); a bound left out is open, and ``None`` (a
-    setting not given) passes. Config dataclasses
-    call it in ``__post_init__``, so a bad setting stops a run before any work starts.
-    """
+    """Raise :class:`InputError` naming the first of ``fields`` (space-separated attributes of
+    ``config``) that is not a finite number ``>= low`` (``> low`` with ``above``) and ``<= high``
+    (``< high`` with ``below``); an omitted bound is open, and ``None`` passes. Config
+    dataclasses call it in ``__post_init__``, so a bad setting stops a run before any work."""
     bounds = [
         f"{'>' if above else '>='} {low}" if low is not None else "",
         f"{'<' if below else '<='} {high}" if high is not None else "",

@@ -1,27 +1,23 @@
 """Export models for other runtimes: sentence-transformers folders and ONNX.
 
-Every export is exact (its scores or embeddings are ours, up to float rounding; the tests
-check parity) or refused with an :class:`InputError` before anything is written.
+Every export is exact (its scores or embeddings are ours up to float rounding; the tests
+check parity) or refused with an :class:`InputError` before anything is written:
 
-* :func:`export_sentence_transformer`: a :class:`~ctxsent.models.bi_encoder.BiEncoder` or
-  bi-encoder ranker, or a Cross-Thought encoder or ranker with one special token, as a
-  sentence-transformers folder whose ``SentenceTransformer(folder).encode`` gives the
-  model's ``encode``.
-* :func:`export_cross_encoder`: a pairwise :class:`CrossEncoderRanker` as a
-  sentence-transformers ``CrossEncoder`` folder whose ``predict`` returns our logits
-  (identity activation). Exact for pairs that fit in ``max_length`` tokens; longer ones are
-  truncated by HF's longest-first rule there, by :mod:`ctxsent.models.segments` here.
-* :func:`export_onnx`: a cross-encoder ranker's scoring network (pairwise or contextual), or
-  a bi-encoder's embedding network, as ``model.onnx`` (dynamic batch and sequence axes)
-  with its tokenizer; :mod:`ctxsent.onnx_runtime` scores with it on onnxruntime, without
-  torch, exactly as the model does (same tokens, segments and truncation). ``quantize=
-  "int8"`` trades exactness for speed, and says so in the folder's config. A cascade is
-  refused: its scores depend on per-question pruning.
+* :func:`export_sentence_transformer`: a bi-encoder (or its ranker), or a Cross-Thought
+  encoder or ranker with one special token, as a folder whose
+  ``SentenceTransformer(folder).encode`` gives the model's ``encode``;
+* :func:`export_cross_encoder`: a pairwise :class:`CrossEncoderRanker` as a ``CrossEncoder``
+  folder whose ``predict`` returns our logits (exact for pairs within ``max_length``
+  tokens; longer ones are truncated by HF's longest-first rule there, by
+  :mod:`ctxsent.models.segments` here);
+* :func:`export_onnx`: a cross-encoder's scoring network (pairwise or contextual) or a
+  bi-encoder's embedding network as ``model.onnx`` with its tokenizer, which
+  :mod:`ctxsent.onnx_runtime` runs without torch; ``quantize="int8"`` trades exactness
+  for speed and says so. A cascade is refused: its scores depend on per-question pruning.
 
-Each format has its table, model class -> what the format is written from
-(:func:`_exports`); a ranker built on an encoder is looked up by its encoder's class too.
-All folders are written atomically: a crash never leaves one that looks complete, and an
-existing folder is replaced only as :func:`~ctxsent.io.check_output` allows.
+Each format has a table, model class -> what it is written from (:func:`_exports`); a
+ranker built on an encoder is looked up by its encoder's class too. Folders are written
+atomically and replace an existing one only as :func:`~ctxsent.io.check_output` allows.
 """
 
 from __future__ import annotations
@@ -60,13 +56,9 @@ def _set_json(path: Path, **fields: object) -> None:
 
 
 def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = False) -> Path:
-    """Write a sentence encoder as a sentence-transformers folder at ``out``.
-
-    ``SentenceTransformer(out).encode`` gives the embeddings of the encoder's own ``encode``
-    (:func:`_exports`: a bi-encoder, or a Cross-Thought encoder with one special token, or a
-    ranker built on either). Anything else is refused with an :class:`InputError` before
-    anything is written.
-    """
+    """Write a sentence encoder as a sentence-transformers folder at ``out`` whose
+    ``SentenceTransformer(out).encode`` gives the encoder's own ``encode`` (:func:`_exports`: a
+    bi-encoder or a one-special-token Cross-Thought encoder, or a ranker on either)."""
     backbone = getattr(getattr(encoder, "config", None), "backbone", None)  # for the card
     exported = _exporter(encoder, "sentence-transformers")
     transformer, tokenizer, max_seq_length, pooling, normalize, tokenizer_class = exported
@@ -81,27 +73,25 @@ def export_sentence_transformer(encoder, out: str | Path, overwrite: bool = Fals
         for path in paths[1:count]:
             (staged / path).mkdir()
         module = "sentence_transformers.models."
-        modules = [
-            {"idx": i, "name": str(i), "path": paths[i], "type": module + names[i]}
-            for i in range(count)
-        ]
-        _write_json(staged / "modules.json", modules)
-        _write_json(
-            staged / "sentence_bert_config.json",
-            {"max_seq_length": max_seq_length, "do_lower_case": False},
-        )
-        _write_json(
-            staged / "1_Pooling" / "config.json",
-            {
+        files = {
+            "modules.json": [
+                {"idx": i, "name": str(i), "path": paths[i], "type": module + names[i]}
+                for i in range(count)
+            ],
+            "sentence_bert_config.json": {"max_seq_length": max_seq_length, "do_lower_case": False},
+            "1_Pooling/config.json": {
                 "word_embedding_dimension": transformer.config.hidden_size,
                 "pooling_mode_cls_token": pooling == "cls",
                 "pooling_mode_mean_tokens": pooling == "mean",
                 "pooling_mode_max_tokens": False,
                 "pooling_mode_mean_sqrt_len_tokens": False,
             },
-        )
-        similarity = {"similarity_fn_name": "cosine" if normalize else "dot"}
-        _write_json(staged / "config_sentence_transformers.json", similarity)
+            "config_sentence_transformers.json": {
+                "similarity_fn_name": "cosine" if normalize else "dot"
+            },
+        }
+        for name, value in files.items():
+            _write_json(staged / name, value)
         kind = "bi-encoder" if normalize else "cross-thought"
         write_export_card(staged, "sentence-transformers", kind, backbone)
     return Path(out)
@@ -115,25 +105,18 @@ def _bi_encoder_as_bert(encoder) -> tuple:
 
 
 def _cross_thought_as_bert(model) -> tuple:
-    """A Cross-Thought encoder with ``N = 1`` rewritten exactly as a BERT + tokenizer pair,
-    CLS pooling, no Normalize (as ``encode`` returns ``E``).
+    """A Cross-Thought encoder with ``N = 1`` rewritten exactly as BERT + tokenizer, CLS pooling,
+    no Normalize (``encode`` returns ``E``).
 
-    With one special token Eq. 1-2 encode ``[s; x_1 .. x_l]`` at positions ``0 .. l``, all
-    in segment 0, and take ``E = H[0]``: BERT's ``[CLS] x_1 .. x_l`` layout with CLS pooling,
-    once the first slot's input embedding is ``s`` and no ``[SEP]`` follows. So ``s`` becomes
-    a new word-embedding row (id = the old vocabulary size, a copy of the network is
-    changed) that the tokenizer's post-processor puts first; no text tokenises to that id,
-    so even a literal ``[CLS]`` in a text keeps its own embedding. ``max_length`` word tokens
-    plus the special make the exported ``model_max_length``. The tokenizer is saved as a
-    plain ``PreTrainedTokenizerFast``: BERT's own tokenizer class would rebuild the
-    ``[CLS] $A [SEP]`` post-processor on load.
-
-    One difference stays: a blank text, which :meth:`CrossThoughtModel.encode` reads as
-    ``[UNK]``, is the special token alone in the export.
-
-    ``N > 1`` concatenates ``N`` hidden states, which no sentence-transformers pooling
-    produces: it is refused.
-    """
+    With one special token Eq. 1-2 encode ``[s; x_1 .. x_l]`` at positions ``0 .. l`` in
+    segment 0 and take ``E = H[0]``: BERT's ``[CLS] x_1 .. x_l`` with CLS pooling, once the
+    first slot's input embedding is ``s`` and no ``[SEP]`` follows. So ``s`` becomes a new
+    word-embedding row (in a copy of the network) that the tokenizer's post-processor puts
+    first; no text tokenises to it, so a literal ``[CLS]`` keeps its own embedding. The
+    tokenizer is saved as a plain ``PreTrainedTokenizerFast`` (BERT's class would rebuild the
+    ``[CLS] $A [SEP]`` post-processor on load). One difference stays: a blank text, which
+    ``encode`` reads as ``[UNK]``, is the special token alone. ``N > 1`` concatenates ``N``
+    states, which no sentence-transformers pooling does: refused."""
     import copy
 
     from tokenizers import processors
@@ -208,25 +191,17 @@ def export_onnx(
     overwrite: bool = False,
     quantize: Quantization = "none",
 ) -> Path:
-    """Write a ranker's network to ``out/model.onnx`` with its tokenizer and
-    :data:`~ctxsent.onnx_runtime.ONNX_CONFIG`; :func:`ctxsent.onnx_runtime.load_onnx` (or
-    ``ctxsent.load(out)``) scores with it, without torch.
+    """Write a model's network to ``out/model.onnx`` with its tokenizer and
+    :data:`~ctxsent.onnx_runtime.ONNX_CONFIG`, which :func:`ctxsent.onnx_runtime.load_onnx`
+    (``ctxsent.load(out)``) runs without torch.
 
-    * a :class:`~ctxsent.models.cross_encoder.CrossEncoderRanker` (pairwise or contextual):
-      inputs ``input_ids``, ``token_type_ids``, ``attention_mask``; output ``score``, the
-      ranker's logit;
-    * a :class:`~ctxsent.models.bi_encoder.BiEncoderRanker` (a saved ``bi-encoder``, or the
-      zero-shot ``bi-encoder[:BACKBONE]``) or :class:`~ctxsent.models.bi_encoder.BiEncoder`:
-      inputs ``input_ids``, ``attention_mask`` of one text; outputs ``embedding`` (the
-      L2-normalised mean-pooled embedding, whose dot products are the ranker's cosines) and
-      ``pooled`` (before normalisation).
-
-    Batch and sequence axes are dynamic. ``quantize="int8"`` writes the graph with int8
-    weights (onnxruntime's ``quantize_dynamic``, see :func:`_quantize_int8`) and records it
-    in the config: its scores differ from the model's, so it is the one export that is not
-    exact. Anything else (a cascade, whose scores depend on per-question pruning; other
-    encoders) is refused before anything is written.
-    """
+    A cross-encoder ranker (pairwise or contextual) takes ``input_ids``, ``token_type_ids``,
+    ``attention_mask`` and gives ``score``, its logit; a bi-encoder (ranker) takes
+    ``input_ids``, ``attention_mask`` of a text and gives ``embedding`` (L2-normalised, whose
+    dot products are the ranker's cosines) and ``pooled``. Batch and sequence axes are
+    dynamic. ``quantize="int8"`` writes int8 weights (:func:`_quantize_int8`) and says so in
+    the config: the one export that is not exact. Other models are refused before anything
+    is written."""
     import torch
 
     if quantize not in ("none", "int8"):

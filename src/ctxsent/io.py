@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import os
+import shutil
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -70,13 +71,9 @@ def check_output(target: str | Path, kind: str | None, overwrite: bool = False) 
 
 
 def check_writable(target: str | Path, folder: bool | None = None) -> None:
-    """Raise :class:`InputError` unless ``target`` can be written; call it before any work.
-
-    The nearest existing path above ``target`` must be a folder this process may write
-    in, and so must ``target`` if it is an existing folder. ``folder`` True (False) also
-    refuses an existing file (folder) at ``target``. Every command checks its outputs
-    with it before it loads anything.
-    """
+    """Raise :class:`InputError` unless ``target`` can be written: the nearest existing path above
+    it, and ``target`` if it is an existing folder, must be folders this process may write in;
+    ``folder`` True (False) also refuses an existing file (folder). Call it before any work."""
     target = Path(target)
     if folder is not None and target.exists() and target.is_dir() != folder:
         found, expected = ("file", "folder") if folder else ("folder", "file")
@@ -149,9 +146,7 @@ def atomic_write(
 def remove_path(path: Path) -> None:
     """Remove a file, a link or a folder with everything in it; nothing if it is absent."""
     if path.is_dir() and not path.is_symlink():
-        for child in path.iterdir():
-            remove_path(child)
-        path.rmdir()
+        shutil.rmtree(path)
     elif path.exists() or path.is_symlink():
         path.unlink()
 
@@ -198,12 +193,8 @@ def check_file(path: str | Path) -> Path:
 
 
 def open_text(path: str | Path, encoding: str = "utf-8") -> IO[str]:
-    """Open a text file (``.gz`` transparently) after checking it (:func:`check_file`).
-
-    A UTF-8 byte-order mark is skipped. Decoding errors surface later as
-    :class:`UnicodeDecodeError`; use :func:`read_lines` to get them reported with the file
-    and line number.
-    """
+    """Open a checked (:func:`check_file`) text file, ``.gz`` transparently, skipping a UTF-8
+    byte-order mark; :func:`read_lines` reports decoding errors with the file and line."""
     path = check_file(path)
     encoding = _skipping_bom(encoding)
     if path.suffix == ".gz":
@@ -212,12 +203,9 @@ def open_text(path: str | Path, encoding: str = "utf-8") -> IO[str]:
 
 
 def read_lines(path: str | Path, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line)`` with line endings (LF or CRLF) removed.
-
-    Lines are decoded one at a time, so a byte sequence that is not valid
-    ``encoding`` raises :class:`InputError` naming the file and the exact line. A UTF-8
-    byte-order mark at the start of the file is skipped.
-    """
+    """Yield ``(line_number, line)`` with line endings (LF or CRLF) and a leading UTF-8
+    byte-order mark removed; a line that is not valid ``encoding`` is an :class:`InputError`
+    naming the file and line."""
     path = check_file(path)
     with _open_binary(path) as handle:
         for line_no, raw in enumerate(handle, start=1):

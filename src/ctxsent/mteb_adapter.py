@@ -1,16 +1,12 @@
 """Evaluate any ctxsent encoder on MTEB (``pip install mteb``, version 2).
 
-``mteb.evaluate`` takes models that carry MTEB's model metadata and similarity functions
-besides ``encode``; :func:`mteb_encoder` wraps a ctxsent :class:`~ctxsent.protocols.Encoder`
-in them and hands ``encode`` exactly what MTEB passes (its DataLoader of batches and its
-keyword arguments, which ctxsent encoders accept)::
+:func:`mteb_encoder` gives a ctxsent :class:`~ctxsent.protocols.Encoder` the model metadata
+and (cosine) similarity functions ``mteb.evaluate`` wants, and hands ``encode`` what MTEB
+passes (its DataLoader of batches and keyword arguments, which ctxsent encoders accept)::
 
     import mteb, ctxsent
     model = ctxsent.mteb_encoder(ctxsent.load("runs/bi/model"), name="my-org/bi")
     mteb.evaluate(model, mteb.get_tasks(tasks=["STSBenchmark"]))
-
-Similarities are MTEB's defaults for an encoder (cosine), which is what every ctxsent
-encoder is trained or documented for.
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
 """Scoring and embedding with an exported ONNX folder, without torch or transformers.
 
-A folder written by :func:`ctxsent.export.export_onnx` holds ``model.onnx``, the
-tokenizer (``tokenizer.json``, ``tokenizer_config.json``) and :data:`ONNX_CONFIG`. This
-module reads it with NumPy, onnxruntime and the ``tokenizers`` library only (plus
-ctxsent's own torch-free modules), so a service can rank with the export on a machine
-without torch; ``ctxsent.load(FOLDER)`` returns :func:`load_onnx`'s model.
-
-* :class:`OnnxRanker`: a cross-encoder's score per (question, candidate[, context])
-  record, the inputs built by :func:`~ctxsent.models.segments.encode_segments` as the
-  torch ranker builds them (same special tokens, segment ids and truncation).
-* :class:`OnnxBiEncoder`: a bi-encoder's embeddings (``encode``) and the cosine of a
-  record's question and candidate embeddings (``predict``); each text is tokenised as the
-  HF tokenizer does for :meth:`ctxsent.models.bi_encoder.BiEncoder.tokenize`.
-
-Both sort inputs by length and pad each batch to its longest item, as the torch models do.
-onnxruntime is imported when a folder is loaded, so importing this module (the resolver
-does, to recognise the folder) needs neither it nor torch.
+A folder of :func:`ctxsent.export.export_onnx` (``model.onnx``, ``tokenizer.json``,
+``tokenizer_config.json``, :data:`ONNX_CONFIG`) is read with NumPy, onnxruntime and
+``tokenizers`` only, so a service can rank on a machine without torch;
+``ctxsent.load(FOLDER)`` returns :func:`load_onnx`'s model: an :class:`OnnxRanker` (a
+cross-encoder's score per record, inputs built by
+:func:`~ctxsent.models.segments.encode_segments` as the torch ranker builds them) or an
+:class:`OnnxBiEncoder` (embeddings of texts tokenised as
+:meth:`~ctxsent.models.bi_encoder.BiEncoder.tokenize` does, and their cosine per record).
+Inputs are sorted by length and padded per batch, as in torch. onnxruntime is imported
+when a folder loads, so importing this module needs neither it nor torch.
 """
 
 from __future__ import annotations
@@ -169,11 +163,8 @@ class OnnxRanker(_OnnxModel):
     def predict(
         self, records: Sequence[As2Record], batch_size: int = 64, show_progress: bool = False
     ) -> np.ndarray:
-        """One score per record, in input order; batches of similar length, padded per batch.
-
-        A contextual model reads ``previous`` and ``next`` joined by a space as its third
-        segment, as :meth:`~ctxsent.models.transformer_ranker.TransformerRanker.segments`.
-        """
+        """One score per record, in input order, in batches of similar length; a contextual model
+        reads ``previous`` and ``next`` joined by a space as its third segment, as in torch."""
         columns = [[r.question for r in records], [r.candidate for r in records]]
         if self.contextual:
             columns.append([" ".join(filter(None, (r.previous, r.next))) for r in records])

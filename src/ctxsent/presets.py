@@ -2,19 +2,13 @@
 
 A :class:`Preset` is a name, a family (``cross-thought``, ``ssp``, ``encoder``, ``as2``), a
 one-line description, the family's config dataclass instance and the model settings the
-recipe fixes (AS2: the architecture). Each family registers its presets
-(:func:`register`) where it defines them, when that module is imported: the paper presets
-with the paper's hyper-parameters and their ``-cpu`` variants made by the family's one
-derivation rule (documented there). This module imports none of them at the top, so
-``ctxsent --help`` stays fast; a query (:func:`get_preset`, :func:`presets`) imports the
-families it needs (:data:`FAMILIES`), which may load torch.
-
-:func:`apply_overrides` is the one parser of ``--set key=value``: values are typed by the
-config's field annotations and the result is built with :func:`dataclasses.replace`, so the
-config's own ``__post_init__`` checks ranges and choices.
-
-Every family's default backbone is the built-in one, :data:`DEFAULT_BACKBONE`
-(:mod:`ctxsent.models.backbones` loads it).
+recipe fixes (AS2: the architecture). Each family registers its presets (:func:`register`)
+where it defines them: the paper presets and their ``-cpu`` variants, made by the family's
+one derivation rule. This module imports none at the top, so ``ctxsent --help`` stays fast;
+a query (:func:`get_preset`, :func:`presets`) imports the families it needs
+(:data:`FAMILIES`). :func:`apply_overrides` is the one parser of ``--set key=value``, typed
+by the config's annotations and built with :func:`dataclasses.replace`, so the config's
+``__post_init__`` checks ranges. Every family's default backbone is :data:`DEFAULT_BACKBONE`.
 """
 
 from __future__ import annotations
@@ -116,14 +110,11 @@ def apply_overrides(config: Config, assignments: typing.Iterable[str]) -> Config
     """``config`` with ``["key=value", ...]`` applied, later assignments winning.
 
     Values are typed by the field's annotation: ``int``, ``float``, ``str``, ``bool``
-    (``true``/``false``, ``1``/``0``, ``yes``/``no``), ``none`` for an optional field,
-    tuples as ``a,b``, a union tries its members in order (``devices=2`` is an int,
-    ``devices=auto`` a string); a ``Literal`` or a range is checked by the config's
-    ``__post_init__``. Keys may use ``-`` for ``_``. A field that is itself a dataclass
-    (e.g. an ELECTRA size) is set field by field with a dotted key: ``electra.hidden=64``.
-    An unknown key, a missing ``=``, a value of the wrong type or a field that takes no
-    text is refused with one line naming the key.
-    """
+    (``true``/``false``, ``1``/``0``, ``yes``/``no``), ``none`` for an optional field, tuples
+    as ``a,b``, a union tried member by member (``devices=2`` an int, ``devices=auto`` a
+    string); ranges and ``Literal``s are the config's ``__post_init__``'s to check. Keys may
+    use ``-`` for ``_``; a dataclass field is set field by field (``electra.hidden=64``).
+    Anything else is refused with one line naming the key."""
     hints = typing.get_type_hints(type(config))
     known = setting_names(config)
     changes: dict[str, Any] = {}
@@ -144,7 +135,7 @@ def apply_overrides(config: Config, assignments: typing.Iterable[str]) -> Config
         try:
             changes[key] = _parse(raw.strip(), hints[key])
         except ValueError:
-            raise InputError(f"expected {_type_name(hints[key])}, got {raw!r}", field=key) from None
+            raise InputError(f"expected {type_name(hints[key])}, got {raw!r}", field=key) from None
     return dataclasses.replace(config, **changes) if changes else config
 
 
@@ -182,10 +173,13 @@ def _parse(raw: str, kind: Any) -> Any:
     raise ValueError(raw)  # e.g. a nested dataclass: not settable from text
 
 
-def _type_name(kind: Any) -> str:
-    """``int``, ``int | None``, ``tuple[int, int]``: the annotation as a user would read it."""
+def type_name(kind: Any) -> str:
+    """``int``, ``int | None``, ``tuple[int, int]``, ``one of 'a', 'b'``: the annotation as a
+    user would read it."""
     if typing.get_origin(kind) in (Union, types.UnionType):
-        return " | ".join(_type_name(member) for member in typing.get_args(kind))
+        return " | ".join(type_name(member) for member in typing.get_args(kind))
+    if typing.get_origin(kind) is Literal:
+        return "one of " + ", ".join(map(repr, typing.get_args(kind)))
     if kind is type(None):
         return "None"
     return kind.__name__ if isinstance(kind, type) else str(kind).replace("typing.", "")

@@ -91,11 +91,8 @@ def encode_inputs(
 
 @runtime_checkable
 class Ranker(Protocol):
-    """Scores AS2 records (:class:`~ctxsent.tasks.as2_records.As2Record`); higher first.
-
-    :class:`~ctxsent.models.ranker_base.As2Ranker` implements ``rank`` and
-    ``rank_document`` on top of ``predict``.
-    """
+    """Scores AS2 records (:class:`~ctxsent.tasks.as2_records.As2Record`), higher first;
+    :class:`~ctxsent.models.ranker_base.As2Ranker` adds ``rank`` and ``rank_document``."""
 
     contextual: bool
 

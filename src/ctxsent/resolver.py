@@ -10,27 +10,19 @@ spec                       model
 ``bm25``                   Okapi BM25 ranker (no training)
 ``bi-encoder[:BACKBONE]``  zero-shot bi-encoder: mean-pooled embeddings, cosine; BACKBONE
                            is a HF model folder, a cached hub id or all-MiniLM-L6-v2
-                           (the default)
 ``st:PATH``                a sentence-transformers ``SentenceTransformer`` (ranks by cosine)
 ``ce:PATH``                a sentence-transformers ``CrossEncoder`` (ranks by its score)
 ``glove-bow``              mean of GloVe 6B 50-d word vectors (encoder)
 ``bow:PATH``               the same with any word-vector file or folder (encoder)
-``random``                 a MiniLM-shaped transformer with untrained weights, seed 0
-                           (the random-encoder control)
+``random``                 a MiniLM-shaped untrained transformer, seed 0 (a control)
 ``minilm``                 the built-in backbone's name: the same as ``bi-encoder``
 =========================  ==========================================================
 
-What a model can do is asked of it by :mod:`ctxsent.protocols`: :func:`load_as` refuses a
-model that is not, say, a :class:`~ctxsent.protocols.Ranker`, naming what it is instead.
-Anything else is read as a model folder; what is not one gets a one-line
-:class:`~ctxsent.errors.ModelFolderError` saying so.
-
-Every other place that takes a model name asks here: :func:`zero_shot_backbone` (export's zero-shot
-bi-encoder), :func:`model_source` (SentEval's embedding cache), :func:`candidate_scores`
-(negative mining), :func:`load_retrieval_model` (paragraph ranking's ``cosine:SPEC``) and
-:func:`build_pipeline` (a pipeline's stages). This module sits above the models: a
-pipeline's or a Sequential Ranker's folder gets its stages loaded by
-:func:`~ctxsent.models.registry.load_model_folder`.
+:func:`load_as` refuses a model that is not, say, a :class:`~ctxsent.protocols.Ranker`,
+naming what it is; anything else that is not a model folder is a one-line
+:class:`~ctxsent.errors.ModelFolderError`. Every other reader of model names asks here
+(:func:`zero_shot_backbone`, :func:`model_source`, :func:`candidate_scores`,
+:func:`load_retrieval_model`, :func:`build_pipeline`).
 """
 
 from __future__ import annotations
@@ -196,18 +188,11 @@ def build_pipeline(
 ) -> Path:
     """Build a pipeline from model specs (:func:`ctxsent.load`) and save it to ``out``.
 
-    * ``retriever``: ``bm25``, ``bi-encoder[:BACKBONE]`` or a saved bi-encoder folder; or a
-      hybrid, several of these joined by ``+`` (``bm25+runs/bi/model``), ``hybrid`` being
-      ``bm25+bi-encoder``. A spec that is an existing path is never split at ``+``.
-    * ``reranker``: any ranker that can be saved: a ctxsent model folder (cross-encoder,
-      cascade, bi-encoder, ...), ``bi-encoder[:BACKBONE]`` or ``bm25``.
-    * ``fusion``: how a hybrid's first stages are fused: ``rrf`` (reciprocal rank fusion,
-      k = 60) or ``rrf:K``.
-
-    Settings, the retriever's form and ``out`` are checked before anything loads; each
-    stage's kind before anything is written. Every stage is copied into ``out`` (written
-    atomically: :func:`~ctxsent.io.atomic_path`), so the folder stands alone.
-    """
+    ``retriever``: ``bm25``, ``bi-encoder[:BACKBONE]`` or a saved bi-encoder folder, or several
+    joined by ``+`` (a hybrid; ``hybrid`` is ``bm25+bi-encoder``; an existing path is never
+    split). ``reranker``: any ranker that can be saved. ``fusion``: ``rrf`` (k = 60) or
+    ``rrf:K`` for a hybrid. Settings and ``out`` are checked before anything loads, each
+    stage's kind before anything is written; every stage is copied into ``out``."""
     if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
         raise InputError(f"must be an integer >= 1, got {top_k!r}", field="top_k")
     specs = retriever_specs(retriever)

@@ -23,6 +23,7 @@ from pathlib import Path
 from ctxsent import model_card
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.io import MANIFEST, RUN_FILE, atomic_path
+from ctxsent.presets import type_name
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
 FORMAT_VERSION = 1
@@ -97,8 +98,9 @@ def write_model_card(
     model_card.write_model_card(folder, kind, config, (summary or [""])[0], training, metrics)
 
 
-def read_manifest(folder: str | Path) -> dict:
-    """Read and check ``ctxsent.json``; raise :class:`ModelFolderError` naming what is wrong."""
+def read_manifest(folder: str | Path, *kinds: str) -> dict:
+    """Read and check ``ctxsent.json`` (of a model of one of ``kinds``, when given); raise
+    :class:`ModelFolderError` naming what is wrong."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ModelFolderError("not a folder", path=folder)
@@ -126,6 +128,8 @@ def read_manifest(folder: str | Path) -> dict:
     weights = list(folder.glob("*.safetensors")) or list(folder.glob("*/*.safetensors"))
     if not weights:  # composite models (e.g. the Sequential Ranker) keep them in sub-folders
         raise ModelFolderError("no safetensors weights in the folder", path=folder)
+    if kinds and manifest["kind"] not in kinds:
+        raise ModelFolderError(f"holds a {manifest['kind']!r}, not a {kinds[0]}", path=folder)
     return manifest
 
 
@@ -145,7 +149,7 @@ def config_from(config_class: type, manifest: dict, path: str | Path):
     for key, value in values.items():
         if not _fits(value, hints[key]):
             raise ModelFolderError(
-                f"expected {_type_name(hints[key])}, got {value!r}", path=where, field=key
+                f"expected {type_name(hints[key])}, got {value!r}", path=where, field=key
             )
     fixed = {
         k: tuple(v) if isinstance(v, list) and _is_tuple(hints[k]) else v for k, v in values.items()
@@ -182,12 +186,6 @@ def _fits(value: object, hint: object) -> bool:
 
 def _is_tuple(hint: object) -> bool:
     return tuple in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint)))
-
-
-def _type_name(hint: object) -> str:
-    if typing.get_origin(hint) is typing.Literal:
-        return "one of " + ", ".join(map(repr, typing.get_args(hint)))
-    return hint.__name__ if type(hint) is type else str(hint).replace("typing.", "")
 
 
 def load_tokenizer(folder: str | Path):
@@ -230,6 +228,28 @@ def load_network(model_class, path: str | Path, allow_unexpected: bool = False, 
         raise ModelFolderError(f"cannot load the weights: {err}", path=path) from None
     check_tensors(path, info["missing_keys"], () if allow_unexpected else info["unexpected_keys"])
     return model
+
+
+def save_weights(module, file: Path) -> None:
+    """Write ``module``'s tensors to the safetensors ``file``."""
+    from safetensors.torch import save_file
+
+    save_file({k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}, file)
+
+
+def load_weights(module, file: Path) -> None:
+    """Load the safetensors ``file`` into ``module``: a missing file, a corrupt one, or a
+    tensor missing, unexpected or of the wrong shape is a :class:`ModelFolderError`."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    if not file.is_file():
+        raise ModelFolderError(f"missing {file.name}", path=file.parent)
+    try:
+        missing, unexpected = module.load_state_dict(load_file(file), strict=False)
+    except (OSError, RuntimeError, SafetensorError) as err:
+        raise ModelFolderError(f"cannot load the weights ({err})", path=file) from None
+    check_tensors(file, missing, unexpected)
 
 
 def check_tensors(path: str | Path, missing=(), unexpected=()) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import asdict
 
 import pandas as pd
 
@@ -14,7 +15,7 @@ COLUMNS = "question_id=Id,question=Query,candidate=Passage,label=Relevant"
 
 def own_file(path, questions: int, seed: int, *, labels: bool = True):
     """Synthetic AS2 data under the user's column names, ids prefixed by the file's stem."""
-    data = pd.DataFrame([record.to_dict() for record in synthetic_as2(questions, seed)])
+    data = pd.DataFrame([asdict(record) for record in synthetic_as2(questions, seed)])
     data = data.rename(
         columns={
             "question_id": "Id",

@@ -115,7 +115,7 @@ def test_broken_folders_are_refused(model, tmp_path):
     (folder / "model.safetensors").write_bytes(b"not safetensors")
     with pytest.raises(ModelFolderError, match="cannot load"):
         CrossThoughtModel.from_pretrained(folder)
-    with pytest.raises(InputError, match="special token"):
+    with pytest.raises(InputError, match="field 'num_special': must be >= 1"):
         CrossThoughtConfig(num_special=0)
     with pytest.raises(ModelFolderError, match="unknown config fields"):
         config_from(CrossThoughtConfig, {"config": {"num_special": 1, "colour": "red"}}, folder)

@@ -1,5 +1,6 @@
 import json
 import sys
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -85,7 +86,7 @@ def test_cascade_tune_cli_is_the_library_call(cascade, tmp_path):
         cascade.save_pretrained(tmp_path / name)
     records = make_records(questions=7, candidates=8)
     records = [r for r in records if r.question_id != "q6" or not r.label]  # no positive
-    data = pd.DataFrame([r.to_dict() for r in records])
+    data = pd.DataFrame([asdict(r) for r in records])
     data.rename(columns={"question": "Query", "candidate": "Passage"}).to_csv(
         tmp_path / "dev.csv", index=False
     )

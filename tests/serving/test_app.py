@@ -286,7 +286,7 @@ def test_limits_must_be_positive(limits, message):
 
 
 def test_batch_config_is_checked():
-    with pytest.raises(ValueError, match="model_batch_size must be at least 1, got 0"):
+    with pytest.raises(ValueError, match="field 'model_batch_size': must be >= 1, got 0"):
         BatchConfig(model_batch_size=0)
     for bad in (-1, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="max_wait_ms"):

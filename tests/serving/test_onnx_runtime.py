@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import asdict
 
 import numpy as np
 import onnx
@@ -154,7 +155,7 @@ def test_scores_without_torch_or_transformers_match_the_torch_models(
     """The exported folders, loaded by ``ctxsent.load`` in a process where ``import torch``
     and ``import transformers`` fail, score as the torch models do here."""
     folders = {kind: str(exported[kind, "none"]) for kind in ("bi-encoder", "cross-encoder")}
-    records = [r.to_dict() for r in RECORDS]
+    records = [asdict(r) for r in RECORDS]
     script = """
 import json, sys
 sys.modules["torch"] = sys.modules["transformers"] = None  # any import of them fails

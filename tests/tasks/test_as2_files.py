@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +25,7 @@ RECORDS = [
 
 
 def frame(records) -> pd.DataFrame:
-    return pd.DataFrame([record.to_dict() for record in records])
+    return pd.DataFrame([asdict(record) for record in records])
 
 
 def write(path: Path, data: pd.DataFrame) -> Path:

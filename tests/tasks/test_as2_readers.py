@@ -240,7 +240,7 @@ def test_non_utf8_error_points_at_the_bad_line(tmp_path: Path) -> None:
         (read_selqa, "s.json", '[{"question": "q", "candidates": ["a"], "answers": [1]}]',
          ": field 'answers': entry 0"),
         (read_selqa, "s.json", '{"question": "q"}', ": expected a JSON array"),
-        (read_selqa, "s.json", '[{"question": "q",', ":1: invalid JSON"),
+        (read_selqa, "s.json", '[{"question": "q",', ":1: not valid JSON"),
         (read_trecqa, "t.xml", TRECQA_XML.replace("</QApairs>\n<Q", "<Q"), ":15: <QApairs> inside"),
         (read_trecqa, "t.xml", TRECQA_XML.replace("<negative>", "<question>", 1),
          ":11: second <question> in <QApairs id='1.1'>"),

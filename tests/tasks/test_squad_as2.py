@@ -46,7 +46,7 @@ def squad(titles: list[str]) -> dict:
 def test_answer_offsets_mark_sentences_and_context_crosses_paragraphs(write_file) -> None:
     (article,) = read_squad_articles(write_file("s.json", json.dumps(squad(["Some_Title"]))))
     assert article.sentences == SENTENCES
-    records = list(article.records())
+    records = [r for q in article.questions for r in article.question_records(q)]
     assert len(records) == 2 * 6  # every question against every sentence of the article
     church, first = records[:6], records[6:]
     assert [r.label for r in church] == [0, 1, 1, 0, 0, 0]
@@ -62,7 +62,7 @@ def test_crossing_span_skips_a_sentence_that_only_holds_punctuation(write_file) 
     paragraph = {"context": context, "qas": [qa("q", "Who anchors?", context, ". Jim Gray")]}
     data = {"data": [{"title": "T", "paragraphs": [paragraph]}]}
     (article,) = read_squad_articles(write_file("s.json", json.dumps(data)))
-    assert [r.label for r in article.records()] == [0, 1]
+    assert [r.label for q in article.questions for r in article.question_records(q)] == [0, 1]
 
 
 def test_answer_not_at_its_offset_is_reported(write_file) -> None:

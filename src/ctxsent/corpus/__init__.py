@@ -1,11 +1,9 @@
 """Raw text -> documents -> paragraphs -> sentences, stored as Arrow datasets.
 
-``build_corpus`` reads WikiExtractor, WikiText, plain text, JSONL or SQuAD
-files, splits paragraphs into sentences with nupunkt, drops evaluation data (the
-built-in overlap articles by default; more by title or sentence with
-:mod:`ctxsent.corpus.exclusions`), applies the SSP paper's length filters, and
-saves one row per document;
-``load_corpus`` opens the result.
+``build_corpus`` reads WikiExtractor, WikiText, plain text, JSONL or SQuAD files, splits
+paragraphs into sentences (nupunkt), drops evaluation data (:mod:`ctxsent.corpus.exclusions`),
+applies the SSP paper's length filters and saves one row per document; ``load_corpus``
+opens the result.
 """
 
 from ctxsent.corpus.build import build_corpus

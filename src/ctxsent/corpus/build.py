@@ -10,7 +10,6 @@ when everything succeeded (:func:`ctxsent.io.atomic_path`).
 from __future__ import annotations
 
 import json
-import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -47,12 +46,9 @@ def build_corpus(
 ) -> dict:
     """Build the corpus of ``inputs`` into the folder ``out`` and return its summary.
 
-    ``fmt`` applies to every input (``auto``: detected per file). ``exclude_from`` adds
-    what each ``NAME:PATH`` source excludes to the filter's exclusions
-    (:func:`~ctxsent.corpus.exclusions.exclusions_from_source`; ``titles:FILE`` is a list of
-    titles). ``overwrite`` replaces an existing corpus folder; any other existing path is
-    refused. A warning counts the documents read without a paragraph break.
-    """
+    ``fmt`` applies to every input (``auto``: detected per file); ``exclude_from`` adds what
+    each ``NAME:PATH`` source excludes (:func:`~ctxsent.corpus.exclusions.exclusions_from_source`)
+    to the filter's exclusions. A warning counts the documents read without a paragraph break."""
     out = Path(out)
     check_corpus_output(out, overwrite)  # before the exclusions load
     corpus_filter = corpus_filter or CorpusFilter()
@@ -65,16 +61,11 @@ def build_corpus(
         )
     files = _resolve_formats(inputs, CorpusFormat(fmt))
     shards = plan_shards(files, encoding, num_proc)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        tempfile.TemporaryDirectory(prefix=f".{out.name}.work.", dir=out.parent) as work,
-        atomic_path(out, "corpus", overwrite=overwrite) as staged,
-    ):
-        stats_dir = Path(work) / "stats"
-        stats_dir.mkdir()
-        dataset = _generate_dataset(
-            shards, corpus_filter, stats_dir, Path(work) / "cache", num_proc
-        )
+    with atomic_path(out, "corpus", overwrite=overwrite) as staged:
+        work = staged.with_name(".work")  # removed with the staging folder
+        stats_dir = work / "stats"
+        stats_dir.mkdir(parents=True)
+        dataset = _generate_dataset(shards, corpus_filter, stats_dir, work / "cache", num_proc)
         dataset.save_to_disk(str(staged))
         summary = {
             "inputs": [{"path": str(path), "format": kind.value} for path, kind in files],

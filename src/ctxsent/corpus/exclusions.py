@@ -1,25 +1,19 @@
 """Evaluation data kept out of a pre-training corpus: articles by title, sentences by text.
 
 ``--exclude-from NAME:PATH`` (:func:`exclusions_from_source`) names any evaluation set the
-toolkit reads:
-
-* ``titles:FILE`` drops the documents titled as a line of FILE;
-* sets drawn from Wikipedia articles drop whole documents, by title
-  (:data:`~ctxsent.corpus.titles.TITLE_SOURCES`): ``wikiqa:DIR|FILE``, ``selqa:DIR|FILE``
-  (SelQA JSON ``article``), ``squad:FILE`` (SQuAD JSON), ``squad-as2:DIR`` (a
-  ``ctxsent data squad-as2`` folder) and ``wikitext:FILE``;
-* STS and SentEval sets have no articles and drop single sentences: ``senteval:DIR`` takes
-  every task of ``ctxsent eval senteval``'s default list (MR … STSB, STS12) whose folder DIR
-  holds, and a task name (``sts12:DIR``, ``stsb:DIR``, ``sick-r:DIR``, ``mr:DIR``, …) takes
-  one; DIR is laid out like ``../shared/data``, as ``ctxsent eval senteval --data`` reads it.
+toolkit reads: ``titles:FILE`` drops the documents titled as a line of FILE; sets drawn from
+Wikipedia drop documents by title (:data:`~ctxsent.corpus.titles.TITLE_SOURCES`:
+``wikiqa:``, ``selqa:``, ``squad:``, ``squad-as2:``, ``wikitext:``); STS and SentEval sets
+drop single sentences: ``senteval:DIR`` every task of ``ctxsent eval senteval``'s default
+list that DIR (laid out like ``../shared/data``) holds, a task name (``sts12:DIR``,
+``sick-r:DIR``, ``mr:DIR``, ...) one.
 
 Exclusion by sentence (a choice; no paper covers it): every evaluation text is split with
-the corpus's sentence splitter, and a corpus sentence long enough to be kept is dropped
-when it equals one of those sentences after :func:`normalize_sentence`. Equality,
-not containment: MPQA's phrases ("good") and SST's fragments would otherwise remove every
-corpus sentence that uses them. Only the sentence goes, not its document: the items are
-isolated sentences (news, captions, reviews, glosses), and the text around a match is in
-no evaluation set.
+the corpus's splitter, and a corpus sentence long enough to be kept is dropped when it
+equals one of those sentences after :func:`normalize_sentence`. Equality, not containment:
+MPQA's phrases ("good") and SST's fragments would otherwise remove every sentence using
+them. Only the sentence goes, not its document: the items are isolated sentences, and the
+text around a match is in no evaluation set.
 """
 
 from __future__ import annotations

@@ -1,23 +1,18 @@
 """The corpus filters: evaluation exclusions, then the SSP paper's length filters.
 
-Defaults follow the context-aware AS2 pre-training paper (section 5): drop
-sentences shorter than 20 characters, paragraphs shorter than 60 and documents
-shorter than 200. Order, applied after sentence splitting:
+Defaults follow the context-aware AS2 pre-training paper (section 5): sentences under 20
+characters, paragraphs under 60 and documents under 200 are dropped. In order:
 
-1. a document whose title is excluded is dropped before it is split; by default
-   the built-in evaluation overlaps
-   (:data:`~ctxsent.corpus.titles.EVALUATION_OVERLAP_TITLES`) are;
+1. a document whose title is excluded (by default the built-in evaluation overlaps,
+   :data:`~ctxsent.corpus.titles.EVALUATION_OVERLAP_TITLES`) is dropped before splitting;
 2. sentences shorter than ``min_sentence_chars`` are removed;
-3. sentences equal to an excluded sentence are removed
-   (:mod:`ctxsent.corpus.exclusions`; after 2, so only sentences that would be kept
-   count as excluded);
-4. paragraphs whose *remaining* sentences total fewer than
-   ``min_paragraph_chars`` characters are removed (an empty one always is);
-5. documents whose remaining paragraphs total fewer than
-   ``min_document_chars`` characters are removed.
+3. sentences equal to an excluded one are removed (:mod:`ctxsent.corpus.exclusions`;
+   after 2, so only sentences that would be kept count as excluded);
+4. paragraphs whose *remaining* sentences total under ``min_paragraph_chars`` go (an empty
+   one always does);
+5. documents whose remaining paragraphs total under ``min_document_chars`` go.
 
-Lengths are Python string lengths (code points) of the sentences, without the
-spaces between them.
+Lengths are string lengths (code points) of the sentences, without the spaces between them.
 """
 
 from __future__ import annotations

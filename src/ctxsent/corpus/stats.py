@@ -12,16 +12,13 @@ TOKEN_COUNTER = "whitespace-separated words (str.split)"
 
 @dataclass
 class CorpusStats:
-    """What was read, excluded (documents by title, sentences by text), dropped by each
-    length filter, and kept.
+    """What was read, excluded (documents by title, sentences by text), dropped by each length
+    filter, and kept.
 
-    ``*_read`` counts cover the documents not excluded by title (excluded ones
-    are never split). Each ``*_excluded`` or ``*_dropped`` counts only what its own
-    filter removed: the paragraphs and sentences of a document dropped as too short
-    are not counted again. So ``documents_read = documents + documents_excluded
-    + documents_dropped``. ``documents_without_paragraph_breaks`` counts the documents read
-    as one paragraph: plain text without blank lines between its paragraphs reads so.
-    """
+    ``*_read`` counts cover the documents not excluded by title; each ``*_excluded`` or
+    ``*_dropped`` counts only what its own filter removed, so ``documents_read = documents +
+    documents_excluded + documents_dropped``. ``documents_without_paragraph_breaks`` counts
+    documents read as one paragraph (plain text without blank lines between paragraphs)."""
 
     documents_read: int = 0
     documents_without_paragraph_breaks: int = 0

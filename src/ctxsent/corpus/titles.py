@@ -7,7 +7,6 @@ Titles are compared after :func:`normalize_title`, so ``Super_Bowl_50``,
 
 from __future__ import annotations
 
-import csv
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -17,7 +16,7 @@ from ctxsent.corpus.readers.squad import load_squad
 from ctxsent.corpus.readers.wikitext import read_wikitext, unescape_wikitext
 from ctxsent.errors import InputError
 from ctxsent.io import read_lines
-from ctxsent.tasks.as2_readers import read_json
+from ctxsent.tasks.as2_readers import read_json, read_wikiqa
 
 _SPACE_AROUND_PUNCTUATION = re.compile(r"\s*([^\w\s])\s*")
 
@@ -177,25 +176,13 @@ def titles_from_file(path: str | Path) -> list[str]:
 
 
 def titles_from_wikiqa(path: str | Path) -> list[str]:
-    """The ``DocumentTitle`` column of a WikiQA TSV file, or of every ``*.tsv`` in a folder."""
+    """The ``DocumentTitle`` column of a WikiQA TSV file (:func:`read_wikiqa`), or of every
+    ``*.tsv`` in a folder."""
     path = Path(path)
     files = sorted(path.glob("*.tsv")) if path.is_dir() else [path]
     if not files:
         raise InputError("no *.tsv files in this folder", path=path)
-    titles: list[str] = []
-    for file in files:
-        rows = csv.reader(
-            (line for _, line in read_lines(file)), delimiter="\t", quoting=csv.QUOTE_NONE
-        )
-        header = next(rows, [])
-        if "DocumentTitle" not in header:
-            raise InputError("missing from the header", path=file, line=1, field="DocumentTitle")
-        column = header.index("DocumentTitle")
-        for line_no, row in enumerate(rows, start=2):
-            if len(row) <= column:
-                raise InputError("missing", path=file, line=line_no, field="DocumentTitle")
-            titles.append(row[column])
-    return titles
+    return [record.document_title for file in files for record in read_wikiqa(file)]
 
 
 def titles_from_selqa(path: str | Path) -> list[str]:

@@ -1,22 +1,18 @@
 """Training a BERT-style WordPiece tokenizer on a corpus folder (for models built from scratch).
 
-The ELECTRA variant of SSP pre-training builds its model from scratch, so it
-needs a vocabulary; :func:`train_wordpiece` learns one with HF ``tokenizers``
-from the sentences of a ``ctxsent corpus build`` folder, streamed in batches,
-and saves a ``transformers`` fast-tokenizer folder: lowercased, accents
-stripped (``BertNormalizer``), ``BertPreTokenizer``, ``##`` continuations,
-``[PAD] [UNK] [CLS] [SEP] [MASK]`` at ids 0-4, and BERT's
-``[CLS] a [SEP] b [SEP]`` template. Its pipeline is the one
+SSP's ELECTRA variant builds its model from scratch and needs a vocabulary:
+:func:`train_wordpiece` learns one with HF ``tokenizers`` from a corpus folder's sentences,
+streamed in batches, and saves a fast-tokenizer folder: ``BertNormalizer`` (lowercased,
+accents stripped), ``BertPreTokenizer``, ``##`` continuations, ``[PAD] [UNK] [CLS] [SEP]
+[MASK]`` at ids 0-4 and BERT's ``[CLS] a [SEP] b [SEP]`` template: the pipeline
 :class:`~ctxsent.objectives.ssp.SentenceTokenizer` tokenises word by word.
 
-Determinism. ``WordPieceTrainer`` (BPE underneath) gives ``##x`` tokens ids in
-hash-map order, and merge ties are broken by id, so two runs on the same text
-can differ (huggingface/tokenizers#1794, fix proposed in PR #2066). We count
-the characters ourselves in a first pass, keep the ``limit_alphabet`` most
-frequent ones (ties by code point) and hand the trainer the alphabet and,
-as reserved tokens, every ``##x`` in code-point order, so every id and hence
-every tie-break is fixed. The final tokenizer is then rebuilt from the learned
-vocabulary, with only the five real special tokens marked special.
+Determinism: ``WordPieceTrainer`` gives ``##x`` tokens ids in hash-map order and breaks
+merge ties by id, so two runs can differ (huggingface/tokenizers#1794). We count the
+characters in a first pass, keep the ``limit_alphabet`` most frequent (ties by code point)
+and hand the trainer that alphabet and, as reserved tokens, every ``##x`` in code-point
+order, fixing every id and tie-break; the tokenizer is then rebuilt from the learned
+vocabulary with only the five real special tokens marked special.
 """
 
 from __future__ import annotations
@@ -39,11 +35,7 @@ def _pipeline(vocab: dict[str, int] | None = None):
     """An (untrained or trained) WordPiece tokenizer with BERT's normaliser and pre-tokenizer."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-    tokenizer = Tokenizer(
-        models.WordPiece(vocab=vocab, unk_token=UNK, continuing_subword_prefix=PREFIX)
-        if vocab
-        else models.WordPiece(unk_token=UNK, continuing_subword_prefix=PREFIX)
-    )
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token=UNK, continuing_subword_prefix=PREFIX))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece(prefix=PREFIX)

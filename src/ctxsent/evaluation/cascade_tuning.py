@@ -1,18 +1,14 @@
 """Choosing a cascade's drop rates for a cost budget (the paper's future work).
 
-The paper tunes alpha by an exhaustive grid (section 5.5, Figure 2) and leaves
-choosing it for a target cost open (section 3, footnote 3). A candidate's
-partial score at an exit does not depend on which other candidates were
-dropped, so one alpha = 0 pass that records every exit's logits
-(:meth:`CascadeRanker.predict_exits`) lets any drop-rate setting be
-*simulated exactly*: its ranking, its metrics and its layer-candidate cost,
-without running the model again.
-
-Two searches over per-exit rates in {0.0, 0.1, ..., 0.6} (the paper's grid):
-``grid`` tries every combination; ``greedy`` starts from no dropping and keeps
-raising the one rate whose next step loses the least dev accuracy per unit of
-cost saved, until the budget is met. The most accurate setting within the
-budget wins.
+The paper tunes alpha by an exhaustive grid (section 5.5, Figure 2) and leaves choosing it
+for a target cost open (section 3, footnote 3). A candidate's partial score at an exit does
+not depend on which others were dropped, so one alpha = 0 pass recording every exit's
+logits (:meth:`CascadeRanker.predict_exits`) lets any setting be *simulated exactly*: its
+ranking, metrics and layer-candidate cost. Two searches over per-exit rates in
+{0.0, 0.1, ..., 0.6} (the paper's grid): ``grid`` tries every combination; ``greedy``
+starts from no dropping and raises the one rate whose next step loses the least dev
+accuracy per unit of cost saved, until the budget is met. The most accurate setting within
+the budget wins.
 """
 
 from __future__ import annotations

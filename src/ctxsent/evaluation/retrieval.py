@@ -1,17 +1,13 @@
 """Passage retrieval with sentence embeddings: Recall@k and the scorers.
 
-Cross-Thought section 4.4 ("HotpotQA(u)") ranks candidate paragraphs for a question by the
-pre-trained model's cross-sequence attention weights, and its QA pipeline's step (i) is
-"fast candidate paragraph retrieval": BM25's top paragraphs re-ranked by dot products of
-sentence embeddings (section 4.2).
-
-Every scorer gives *head scores* ``(Q, heads, P)``. A candidate set is ranked by the mean
-over heads of the softmax over that set: for Cross-Thought this is the averaged attention
-weight ``alpha[0]`` of section 3.3 (all heads of all cross-sequence Transformers), whose
-softmax also covers the question itself (:meth:`PassageScorer.self_scores`,
-:func:`~ctxsent.models.cross_thought.candidate_log_weights`); for single-head scorers
-(BM25, cosine of mean-pooled MiniLM or of an MLM baseline's ``E``) it is simply the score
-order. Ties keep passage order.
+Cross-Thought section 4.4 ("HotpotQA(u)") ranks a question's candidate paragraphs by the
+pre-trained model's cross-sequence attention weights. Every scorer gives *head scores*
+``(Q, heads, P)``; a candidate set is ranked by the mean over heads of the softmax over the
+set: for Cross-Thought the averaged ``alpha[0]`` of section 3.3, whose softmax also covers
+the question itself (:meth:`PassageScorer.self_scores`,
+:func:`~ctxsent.models.cross_thought.candidate_log_weights`); for single-head scorers (BM25,
+cosine of MiniLM or of an MLM baseline's ``E``) simply the score order. Ties keep passage
+order.
 """
 
 from __future__ import annotations
@@ -43,15 +39,9 @@ def recall_at_k(
         raise InputError(f"{len(rankings)} rankings for {len(gold)} questions", field="gold")
     if not gold or any(not g for g in gold):
         raise InputError("every question needs at least one gold passage", field="gold")
-    return {
-        f"recall@{k}": 100.0
-        * float(
-            np.mean(
-                [len(g & set(r[:k].tolist())) / len(g) for r, g in zip(rankings, gold, strict=True)]
-            )
-        )
-        for k in ks
-    }
+    pairs = list(zip(rankings, gold, strict=True))
+    shares = {k: [len(g & set(r[:k].tolist())) / len(g) for r, g in pairs] for k in ks}
+    return {f"recall@{k}": 100.0 * float(np.mean(share)) for k, share in shares.items()}
 
 
 def rank_candidates(

@@ -1,24 +1,21 @@
 """SentEval-style evaluation of frozen sentence embeddings with simple classifiers.
 
-The protocol of SentEval (Conneau & Kiela, 2018) as applied in RNN-CNN section 4 and
-Mean-Max AAE section 4.1: the encoder is frozen, every sentence is embedded once, and
-a logistic regression (scikit-learn, L2) is trained on the embeddings:
+SentEval's protocol (Conneau & Kiela, 2018) as RNN-CNN section 4 and Mean-Max AAE section
+4.1 apply it: every sentence is embedded once by the frozen encoder, and an L2 logistic
+regression (scikit-learn) is trained on the embeddings:
 
-* MR, CR, SUBJ, MPQA: 10-fold cross-validation; C chosen by an inner k-fold on each
+* MR, CR, SUBJ, MPQA: 10-fold cross-validation, C chosen by an inner k-fold on each
   training fold (SentEval ``InnerKFoldClassifier``);
 * SST-2, SICK-E: C chosen on dev, accuracy on test (``SplitClassifier``);
-* TREC, MRPC: C chosen by k-fold on train, accuracy (and F1 for MRPC) on test
+* TREC, MRPC: C chosen by k-fold on train, accuracy (MRPC: and F1) on test
   (``KFoldClassifier``);
 * SICK-R: the distribution regression of :func:`ctxsent.evaluation.sts.fit_relatedness`;
 * STS: cosine similarity, no training (:mod:`ctxsent.evaluation.sts`).
 
-Pair tasks use the features ``[u, v, |u - v|, u * v]`` (InferSent's pair encoding).
-SentEval's own MRPC and SICK code uses only ``[|u - v|, u * v]``; adding ``u`` and
-``v`` can only help a linear probe, which matters little for the comparisons here.
-
-Accuracies are percentages, correlations are in [-1, 1], as in the papers' tables.
-Macro and micro averages follow Mean-Max AAE Table 2: the micro average weights each
-task by its number of test items (the whole data set for cross-validated tasks).
+Pair tasks use InferSent's ``[u, v, |u - v|, u * v]`` (SentEval's MRPC and SICK code uses
+only ``[|u - v|, u * v]``; ``u`` and ``v`` can only help a linear probe). Accuracies are
+percentages, correlations in [-1, 1]; the micro average of Mean-Max AAE Table 2 weights
+each task by its test items (the whole set for cross-validated tasks).
 """
 
 from __future__ import annotations
@@ -438,8 +435,10 @@ def _embed_splits(data: TaskData, embed: Embedder) -> dict[str, np.ndarray | tup
     }
 
 
-def _features(vectors: np.ndarray | tuple) -> np.ndarray:
-    return pair_features(*vectors) if isinstance(vectors, tuple) else vectors
+def _xy(data: TaskData, vectors: dict) -> tuple[dict, dict]:
+    """Per split: the probe's features (:func:`pair_features` for pairs) and labels."""
+    x = {split: pair_features(*v) if isinstance(v, tuple) else v for split, v in vectors.items()}
+    return x, {split: data.splits[split].labels for split in vectors}
 
 
 # --- probes --------------------------------------------------------------------------------
@@ -490,8 +489,7 @@ def _cross_validated(x: np.ndarray, y: np.ndarray, setting: ClassifierSetting) -
 
 def _dev_selected(data: TaskData, vectors: dict, setting: ClassifierSetting) -> dict[str, float]:
     """Fit on train for each C, keep the best on dev, report test accuracy."""
-    x = {split: _features(v) for split, v in vectors.items()}
-    y = {split: data.splits[split].labels for split in vectors}
+    x, y = _xy(data, vectors)
     best, best_dev = None, -1.0
     for c in setting.c_grid:
         model = _logreg(c, setting).fit(x["train"], y["train"])
@@ -503,22 +501,19 @@ def _dev_selected(data: TaskData, vectors: dict, setting: ClassifierSetting) -> 
 
 def _train_test(data: TaskData, vectors: dict, setting: ClassifierSetting) -> dict[str, float]:
     """C by k-fold on train, refit on all of train, test accuracy (+ F1 for binary tasks)."""
-    x_train, x_test = _features(vectors["train"]), _features(vectors["test"])
-    y_train, y_test = data.splits["train"].labels, data.splits["test"].labels
-    c, dev_accuracy = _select_c_by_kfold(x_train, y_train, setting.c_grid_train_test, setting)
-    model = _logreg(c, setting).fit(x_train, y_train)
-    predicted = model.predict(x_test)
-    scores = {"acc": 100 * float(np.mean(predicted == y_test))}
+    x, y = _xy(data, vectors)
+    c, dev_accuracy = _select_c_by_kfold(x["train"], y["train"], setting.c_grid_train_test, setting)
+    predicted = _logreg(c, setting).fit(x["train"], y["train"]).predict(x["test"])
+    scores = {"acc": 100 * float(np.mean(predicted == y["test"]))}
     if dev_accuracy is not None:
         scores["dev_acc"] = dev_accuracy
     if len(data.task.classes) == 2:
-        scores["f1"] = 100 * float(f1_score(y_test, predicted))
+        scores["f1"] = 100 * float(f1_score(y["test"], predicted))
     return scores
 
 
 def _relatedness(data: TaskData, vectors: dict, setting: ClassifierSetting) -> dict[str, float]:
-    x = {split: _features(v) for split, v in vectors.items()}
-    y = {split: data.splits[split].labels for split in vectors}
+    x, y = _xy(data, vectors)
     dev_pearson, predicted = fit_relatedness(
         (x["train"], y["train"]),
         (x["dev"], y["dev"]),

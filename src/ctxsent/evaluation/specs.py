@@ -1,13 +1,8 @@
 """An evaluator named on the command line, for evaluation and early stopping during
-pre-training (``--eval SPEC``, the configs' ``eval`` setting):
-
-* ``as2:DATA``: dev MAP of an AS2 data spec (``wikiqa:DIR``, ``selqa:DIR``, ...;
-  :func:`~ctxsent.tasks.as2_load.load_as2`), clean questions only;
-* ``senteval:FOLDER[:TASK,...]``: SentEval macro accuracy, quick setting (default: every task);
-* ``squad:FILE[:QUESTIONS]``: Recall@20 of unsupervised paragraph ranking on a SQuAD file
-  (a seeded subset of ``QUESTIONS`` questions).
-
-SSP pre-training also takes ``heldout``: its own examples that no step draws
+pre-training (``--eval SPEC``, the configs' ``eval`` setting): ``as2:DATA`` (dev MAP of an
+AS2 data spec, clean questions), ``senteval:FOLDER[:TASK,...]`` (SentEval macro accuracy,
+quick setting), ``squad:FILE[:QUESTIONS]`` (Recall@20 of unsupervised paragraph ranking on
+a seeded subset of questions); SSP pre-training also takes ``heldout``
 (:class:`~ctxsent.evaluation.ssp_heldout.SspHeldoutEvaluator`).
 """
 
@@ -34,13 +29,9 @@ def evaluator_from_spec(
         )
     if kind == "as2" and where:
         from ctxsent.evaluation.as2_evaluation import As2Evaluator
-        from ctxsent.tasks.as2_load import load_as2
-        from ctxsent.tasks.as2_records import clean
+        from ctxsent.tasks.as2_load import evaluation_records
 
-        records = clean(load_as2(where, "dev"))
-        if not records:
-            raise InputError("no dev question has both correct and wrong candidates", field="eval")
-        return As2Evaluator(records, batch_size)
+        return As2Evaluator(evaluation_records(where, "dev")[0], batch_size)
     if kind == "senteval" and where:
         from ctxsent.evaluation.senteval import SentEvalEvaluator
         from ctxsent.tasks.senteval import load_tasks

@@ -1,15 +1,13 @@
 """Did SSP pre-training learn its objective? Its head scored on examples it never saw.
 
-Each positive comes with 4 negatives (SSP paper, section 4), so a head that always
-answers "not the same paragraph" already scores accuracy 0.80 and log-loss 0.500 nats.
-The training log shows one mini-batch of 16 every 50 steps, too noisy to tell a head
-that learned from one at that prior. This module scores the saved model on examples
-that no training step drew: the run's batch stream depends only on its seed, batch
-size and step count (:class:`~ctxsent.objectives.global_batch.StreamBatches`), so the
-examples it never visits are known exactly. Reported: accuracy, log-loss, the prior's
-log-loss on the same examples, and the ROC AUC (0.5: no ranking skill), all on the
-unmasked input that fine-tuning will see. :class:`SspHeldoutEvaluator` gives the same
-numbers as an :class:`~ctxsent.protocols.Evaluator` (primary: AUC).
+Each positive comes with 4 negatives (SSP paper, section 4), so a head always answering
+"not the same paragraph" scores accuracy 0.80 and log-loss 0.500 nats, and the training
+log's one mini-batch of 16 every 50 steps is too noisy to tell a head that learned from
+it. A run's batch stream depends only on its seed, batch size and step count
+(:class:`~ctxsent.objectives.global_batch.StreamBatches`), so the examples it never drew
+are known exactly; on them, unmasked as fine-tuning sees them, this module reports
+accuracy, log-loss, the prior's log-loss and the ROC AUC (0.5: no skill), also as an
+:class:`~ctxsent.protocols.Evaluator` (:class:`SspHeldoutEvaluator`, primary: AUC).
 """
 
 from __future__ import annotations
@@ -22,8 +20,10 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from sklearn.metrics import roc_auc_score
 
 from ctxsent.errors import InputError
+from ctxsent.models.inference import inference
 from ctxsent.models.precision import on_accelerator
 from ctxsent.objectives.global_batch import StreamBatches
 from ctxsent.objectives.ssp_data import example_lengths, load_ssp_dataset, ssp_batch
@@ -48,34 +48,22 @@ def unseen_indices(
 
 def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float | None:
     """P(a random positive outscores a random negative), ties half; None without both."""
-    positives, negatives = int(labels.sum()), int((1 - labels).sum())
-    if not positives or not negatives:
-        return None
-    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    average_rank = (ends - (counts - 1) / 2.0)[inverse]  # 1-based ranks, ties averaged
-    rank_sum = average_rank[labels == 1].sum()
-    return float((rank_sum - positives * (positives + 1) / 2) / (positives * negatives))
+    return float(roc_auc_score(labels, scores)) if len(np.unique(labels)) == 2 else None
 
 
-@torch.inference_mode()
 def ssp_heldout_metrics(ranker, dataset, indices: list[int], batch_size: int = 64) -> dict:
     """SSP accuracy, log-loss, prior log-loss and AUC of ``ranker``'s head on ``indices``,
     scored in eval mode; the ranker is left in the training mode it was in."""
     if not indices:
         raise InputError(NO_HELDOUT)
-    was_training = ranker.training
-    ranker.eval()
     pad_id = ranker.tokenizer.pad_token_id
     logits, labels = [], []
-    try:
+    with inference(ranker, ranker.device):
         for start in range(0, len(indices), batch_size):
             batch = ssp_batch(dataset, indices[start : start + batch_size], pad_id)
             features = {k: v.to(ranker.device) for k, v in batch["features"].items()}
             logits.append(ranker(features).float().cpu())
             labels.append(batch["labels"])
-    finally:
-        ranker.train(was_training)
     logit, label = torch.cat(logits), torch.cat(labels)
     rate = float(label.mean())
     prior = -(rate * np.log(rate) + (1 - rate) * np.log(1 - rate)) if 0 < rate < 1 else 0.0

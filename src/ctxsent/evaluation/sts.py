@@ -1,19 +1,12 @@
 """Semantic textual similarity by cosine, and SICK-R's supervised relatedness regression.
 
-The unsupervised STS protocol of SentEval (Conneau & Kiela, 2018) as used for STS14 in
-RNN-CNN Table 2 and Mean-Max AAE Table 1: the score of a pair is the cosine of its two
-embeddings, compared with the gold scores by Pearson's r and Spearman's rho.
-
-A year (STS12, ...) has several subsets, and papers aggregate them differently, so all
-three are reported:
-
-* ``all``: one correlation over the pooled pairs of every subset;
-* ``mean``: the unweighted mean of the per-subset correlations (SentEval's ``mean``);
-* ``wmean``: the mean weighted by subset size in pairs (SentEval's ``wmean``).
-
-A single-set task (STS Benchmark test) has one subset, so the three coincide.
-
-SICK-R is instead supervised, as in SentEval: see :func:`fit_relatedness`.
+SentEval's unsupervised STS protocol (Conneau & Kiela, 2018; RNN-CNN Table 2, Mean-Max AAE
+Table 1): a pair's score is the cosine of its embeddings, compared with the gold scores by
+Pearson's r and Spearman's rho. Papers aggregate a year's subsets differently, so all
+three are reported: ``all`` (one correlation over the pooled pairs), ``mean`` (unweighted
+mean of the subsets' correlations) and ``wmean`` (weighted by subset size), SentEval's
+names; a single-set task (STS Benchmark) has one subset. SICK-R is supervised, as in
+SentEval: :func:`fit_relatedness`.
 """
 
 from __future__ import annotations

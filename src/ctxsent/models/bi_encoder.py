@@ -1,20 +1,12 @@
 """A mean-pooled HF transformer sentence encoder (the sentence-transformers recipe).
 
-all-MiniLM-L6-v2 embeds a sentence as the attention-masked mean of its last hidden
-states, then L2-normalises it (Reimers & Gurevych, 2019). :class:`BiEncoder` does the
-same with plain ``transformers``, so any HF encoder folder or hub id works; it serves
-the SentEval-style evaluation.
-
-:class:`BiEncoderRanker` (model kind ``bi-encoder``) is that encoder as an AS2 ranker:
-question and candidate are embedded independently and scored by the cosine of their
-embeddings. Built from a backbone it is the zero-shot baseline (``bi-encoder[:BACKBONE]``);
-fine-tuned by :func:`~ctxsent.training.as2_finetune.finetune_as2` (``--arch bi-encoder``,
-listwise: Cross-Thought's Eq. 10 on cosine similarities) it is the most accurate WikiQA
-ranker trained on a CPU here. It is an :class:`~ctxsent.protocols.Encoder` too, and exports
-exactly to sentence-transformers.
-
-Inference follows the toolkit's CPU rules: texts are sorted by length, each batch is
-padded to its longest item, and the original order is restored at the end.
+all-MiniLM-L6-v2 embeds a sentence as the attention-masked mean of its last hidden states,
+L2-normalised (Reimers & Gurevych, 2019); :class:`BiEncoder` does the same with plain
+``transformers``, so any HF encoder folder or hub id works. :class:`BiEncoderRanker` (kind
+``bi-encoder``) is that encoder as an AS2 ranker scoring the cosine of question and
+candidate embeddings: zero-shot from a backbone (``bi-encoder[:BACKBONE]``), or fine-tuned
+(``--arch bi-encoder``, listwise: Cross-Thought's Eq. 10 on cosines). It is an
+:class:`~ctxsent.protocols.Encoder` too, and exports exactly to sentence-transformers.
 """
 
 from __future__ import annotations
@@ -96,13 +88,10 @@ class BiEncoder(nn.Module):
     def random_init(
         cls, name_or_path: str = DEFAULT_BACKBONE, *, seed: int = 0, **config_overrides
     ) -> BiEncoder:
-        """The same architecture and tokenizer with freshly initialised weights.
-
-        With the defaults this is the evaluation's random-encoder control: a MiniLM-shaped
-        transformer that was never trained, isolating what pre-training adds over the
-        architecture and the tokenizer (cf. Wieting & Kiela, 2019, "No Training Required").
-        ``config_overrides`` (e.g. ``num_hidden_layers=2, hidden_size=32``) give tiny test models.
-        """
+        """The same architecture and tokenizer with freshly initialised weights: with the defaults
+        the random-encoder control, isolating what pre-training adds (cf. Wieting & Kiela, 2019,
+        "No Training Required"); ``config_overrides`` (``num_hidden_layers=2``, ...) make tiny
+        test models."""
         path = resolve_backbone(name_or_path)
         config = AutoConfig.from_pretrained(path, **config_overrides)
         with torch.random.fork_rng(devices=[]):
@@ -200,20 +189,13 @@ class BiEncoderConfig:
 class BiEncoderRanker(As2Ranker, nn.Module):
     """A bi-encoder AS2 ranker and sentence encoder: cosine of mean-pooled, normalised embeddings.
 
-    * Score: ``cos(E(question), E(candidate))`` with ``E`` the :class:`BiEncoder`
-      embedding (all-MiniLM-L6-v2's pooling: masked mean of the last hidden states, then
-      L2 normalisation). The ranker is never contextual: each candidate is embedded alone,
-      so its embedding can be computed once and indexed, ``encode`` gives exactly what
-      ``rank`` compares, and the model exports to sentence-transformers unchanged. (Reading
-      the neighbouring sentences would make a candidate's vector depend on its document,
-      which a sentence-transformers ``encode`` of the sentence cannot reproduce.)
-    * Encoder: :meth:`encode` returns the same embeddings (the service's ``/encode``).
-    * Training (:func:`~ctxsent.training.as2_finetune.finetune_as2`): :meth:`features` and
-      :meth:`embed_features` give a batch's embeddings with gradients; ``forward`` the
-      cosine of each record. The backbone's pooler (BERT's ``[CLS]`` dense layer), which
-      mean pooling never reads, is frozen, so that DDP and the optimiser skip it; it is
-      saved unchanged.
-    """
+    Never contextual: each candidate is embedded alone, so its embedding can be indexed,
+    ``encode`` gives exactly what ``rank`` compares, and the model exports to
+    sentence-transformers unchanged (a vector depending on the candidate's document could not
+    be reproduced by an ``encode`` of the sentence). For training, :meth:`features` and
+    :meth:`embed_features` give a batch's embeddings with gradients and ``forward`` each
+    record's cosine; the backbone's pooler, which mean pooling never reads, is frozen (DDP
+    and the optimiser skip it) and saved unchanged."""
 
     kind: str
     contextual = False
@@ -367,14 +349,11 @@ def layer_checkpointing(transformer: PreTrainedModel, enabled: bool = True) -> I
     """Per-layer activation checkpointing of ``transformer`` inside the block, when ``enabled``
     and gradients are on: each layer keeps only its input, and the backward pass recomputes it.
 
-    Non-reentrant :func:`torch.utils.checkpoint.checkpoint`, which keeps the autograd graph
-    and restores the RNG state for the recomputation: the dropout masks, the gradients and the
-    RNG stream after the step are bit for bit those of a plain forward pass (tested). It is
-    switched on as HF's ``gradient_checkpointing_enable`` does, by the ``gradient_checkpointing``
-    flag of the modules that run layers, but not on the model itself (where HF would warn that
-    it turns the decoder cache off) and without the input-embedding hook that the public
-    method adds on every call and never removes.
-    """
+    Non-reentrant :func:`torch.utils.checkpoint.checkpoint` restores the RNG state for the
+    recomputation, so dropout masks, gradients and the RNG stream are bit for bit those of a
+    plain forward pass (tested). It sets the ``gradient_checkpointing`` flag of the modules
+    that run layers as HF's ``gradient_checkpointing_enable`` does, but not on the model (where
+    HF warns about the decoder cache) and without the input-embedding hook HF never removes."""
     if not (enabled and torch.is_grad_enabled()):
         yield
         return

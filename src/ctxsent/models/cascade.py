@@ -1,30 +1,23 @@
 """Cascade Transformer: AS2 reranking with early exits that drop candidates.
 
-One transformer encoder with a classifier C_rho(i) after each exit layer
-rho(i) (Cascade paper, section 4.3). Each classifier scores the masked mean
-of all token states at its layer with a 3-layer feed-forward network (hidden
-= model width, tanh, dropout 0.1; section 5.2). The paper's five exits at
-layers 4, 6, 8, 10, 12 of a 12-layer model are the fractions 1/3, 1/2, 2/3,
-5/6, 1 of the depth; :func:`default_exits` scales them to any depth (MiniLM-L6:
-2, 3, 4, 5, 6).
+One transformer encoder with a classifier C_rho(i) after each exit layer rho(i) (Cascade
+paper, section 4.3), scoring the masked mean of the token states at its layer with a
+3-layer feed-forward network (hidden = model width, tanh, dropout 0.1; section 5.2). The
+paper's exits at layers 4, 6, 8, 10, 12 of 12 are scaled to any depth by
+:func:`default_exits` (MiniLM-L6: 2, 3, 4, 5, 6).
 
-Training (4.3.1): for every mini-batch one classifier is sampled uniformly and
-its loss is back-propagated through all lower layers down to the embeddings;
-:meth:`CascadeRanker.forward` does the sampling in training mode, so the
-ordinary AS2 fine-tuning loop trains a cascade unchanged. The exits are drawn
-from the ranker's own generator (seeded from torch's global RNG when the ranker
-is built, kept in its state dict): dropout, which draws from the global RNG as
-many numbers as a batch has elements, cannot shift them, so every DDP rank
-samples the exit a one-process run samples at the same step, and a resumed run
-the exit an uninterrupted one would.
+Training (4.3.1): each mini-batch back-propagates the loss of one uniformly sampled
+classifier through all lower layers (:meth:`CascadeRanker.forward` in training mode). The
+exit is drawn from the ranker's own generator (seeded from torch's global RNG at build,
+kept in its state dict), which dropout's draws cannot shift: every DDP rank samples the
+exit a one-process run samples at that step, and a resumed run the one an uninterrupted
+run would.
 
-Inference (4.3.2): per question, after classifier i drop floor(alpha_i * k) of
-its k remaining candidates with the lowest partial scores
-(:mod:`~ctxsent.models.staged`); survivors continue from their cached partial
-encodings. Many questions are packed into one
-batch; each question's pruning stays its own. The final ranking keeps
-survivors ordered by their final score, then the dropped candidates ordered
-by the exit they left at (later first) and their partial score.
+Inference (4.3.2): per question, after classifier i the floor(alpha_i * k) of its k
+remaining candidates with the lowest partial scores leave (:mod:`~ctxsent.models.staged`);
+survivors continue from their cached partial encodings, many questions packed in one
+batch. The ranking keeps survivors by final score, then the dropped candidates by the exit
+they left at (later first) and their partial score.
 """
 
 from __future__ import annotations
@@ -38,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.errors import InputError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, depth_options, resolve_backbone
 from ctxsent.models.layerwise import embed, run_layers
 from ctxsent.models.pooling import masked_mean
@@ -59,7 +52,7 @@ from ctxsent.models.transformer_ranker import (
     load_folder,
     quiet_transformers,
 )
-from ctxsent.saving import check_tensors, config_from, register_model
+from ctxsent.saving import config_from, load_weights, register_model, save_weights
 from ctxsent.tasks.as2_records import As2Record
 
 PAPER_EXIT_FRACTIONS = (4 / 12, 6 / 12, 8 / 12, 10 / 12, 12 / 12)
@@ -151,13 +144,10 @@ class CascadeRanker(TransformerRanker):
         exits: Sequence[int] = (),
         layers: int | None = None,
     ) -> CascadeRanker:
-        """A fresh cascade: pretrained encoder (its first ``layers`` layers), new exit heads.
-
-        ``exits`` defaults to :func:`default_exits`. One exit at the last layer is a
-        monolithic ranker with the cascade's classifier: the mean of the token states
-        through the 3-layer FFN, which lets truncated monolithic models and the
-        cascade's exits share their read-out.
-        """
+        """A fresh cascade: pretrained encoder (its first ``layers`` layers), new exit heads at
+        ``exits`` (default: :func:`default_exits`). One exit at the last layer is a monolithic
+        ranker with the cascade's classifier, so truncated monolithic models and the cascade's
+        exits share their read-out."""
         from transformers import AutoModel, AutoTokenizer
 
         path = resolve_backbone(backbone)
@@ -170,32 +160,18 @@ class CascadeRanker(TransformerRanker):
 
     @classmethod
     def from_pretrained(cls, path: str | Path) -> CascadeRanker:
-        from safetensors.torch import load_file
         from transformers import AutoModel
 
         manifest, model, tokenizer = load_folder(
             path, "cascade", AutoModel, add_pooling_layer=False
         )
-        heads_path = Path(path) / HEADS_FILE
-        if not heads_path.is_file():
-            raise ModelFolderError(f"missing {HEADS_FILE}", path=path)
-        from safetensors import SafetensorError
-
         ranker = cls(model, tokenizer, config_from(CascadeConfig, manifest, path))
-        try:
-            missing, unexpected = ranker.heads.load_state_dict(load_file(heads_path), strict=False)
-        except (SafetensorError, RuntimeError) as err:
-            raise ModelFolderError(f"cannot load {HEADS_FILE}: {err}", path=path) from None
-        check_tensors(heads_path, missing, unexpected)
+        load_weights(ranker.heads, Path(path) / HEADS_FILE)
         return ranker
 
     def save_weights(self, folder: Path) -> None:
-        from safetensors.torch import save_file
-
         super().save_weights(folder)
-        save_file(
-            {k: v.contiguous() for k, v in self.heads.state_dict().items()}, folder / HEADS_FILE
-        )
+        save_weights(self.heads, folder / HEADS_FILE)
 
     # -- the network, piece by piece ---------------------------------------------------
     def exit_logits(self, index: int, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -243,13 +219,9 @@ class CascadeRanker(TransformerRanker):
         show_progress: bool = False,
         alpha: float | Sequence[float] | None = None,
     ) -> np.ndarray:
-        """Cascade scores: exit reached + sigmoid(partial logit), higher ranks first.
-
-        The integer part orders candidates by the exit they reached (survivors
-        last = highest), the fraction by their score there, which gives the
-        ranking described in the module docstring. ``self.last_cost`` holds the
-        layer-candidate cost of the call. Runs in :attr:`precision` (fp32, bf16, fp16).
-        """
+        """Cascade scores: exit reached + sigmoid(partial logit), higher first: survivors rank above
+        the candidates dropped at later exits, each group by its score (module docstring).
+        ``last_cost`` holds the call's layer-candidate cost."""
         with self.inference(len(records), show_progress) as progress:
             return finish(self.predict_steps(records, batch_size, alpha, progress=progress))
 

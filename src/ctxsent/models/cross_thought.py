@@ -1,41 +1,34 @@
 """Cross-Thought sentence encoder (Wang et al., 2020, section 3.2), without its pre-training head.
 
-* Eq. 1-2: a BERT-style Transformer encodes ``[S; X_m]``, where ``S`` are ``N`` learned
-  special-token embeddings; their hidden states ``E_m = H_m[0:N]`` are the sentence
-  embedding (:meth:`CrossThoughtModel.encode` returns them concatenated, ``N * d`` wide).
-* Eq. 3-7: for each special index ``n`` a cross-sequence Transformer runs over the ``M``
-  sequences' ``n``-th embeddings ``F_n``; its first layer exposes the attention weights
+* Eq. 1-2: a BERT-style Transformer encodes ``[S; X_m]``, ``S`` being ``N`` learned special
+  embeddings; their states ``E_m = H_m[0:N]``, concatenated, are the sentence embedding.
+* Eq. 3-7: per special index ``n`` a cross-sequence Transformer runs over the ``M``
+  sequences' ``n``-th embeddings ``F_n``; its first layer gives the attention weights
   ``alpha = softmax(Q K^T / sqrt(d_head))`` per head (:meth:`attention_logits`).
 * The top layer (Eq. 8) and the masked-word loss (Eq. 9) live in
   :mod:`ctxsent.objectives.cross_thought`, so the encoder is saved and evaluated alone.
 
-Positions (section 4.2): the special tokens keep fixed positions ``0..N-1``; the words take
-positions ``N + o + i`` where the offset ``o`` is drawn in pre-training so that the run of
-word positions stays inside ``[0, word_positions - 1]`` = ``[0, 564]``. At inference words
-start at offset 0, so inputs of up to 565 tokens can be encoded.
+Positions (section 4.2): special tokens keep positions ``0..N-1``; words take ``N + o + i``
+with the offset ``o`` drawn in pre-training so that word positions stay in
+``[0, word_positions - 1]`` = ``[0, 564]``. At inference ``o = 0``: up to 565 tokens.
 
-Choices the paper leaves open (documented here, used everywhere):
+Choices the paper leaves open:
 
 * No ``[CLS]``/``[SEP]``: the ``N`` special embeddings take their place.
-* Initialisation from a BERT-style folder (MiniLM by default): special token 0 starts as
-  the ``[CLS]`` word embedding, and every further special token ``n`` as ``[CLS]`` plus its
-  own N(0, 0.02) draw (seeded by ``build``), so the ``N`` sentence embeddings differ from
-  the first step and the N = 1/3/5 ablation compares ``N`` distinct vectors. The
-  perturbation sits in the token
-  vector rather than the position table because BERT sums the two before its LayerNorm.
-  On all-MiniLM-L6-v2 the top-layer special states hardly depend on their input vectors
-  (a 0.02 draw moves them by ~3e-5 at most, another sentence by ~0.9; even another
-  position row moves them by ~0.008), so from MiniLM the ``N`` embeddings start distinct
-  but close, and separate only as pre-training trains the ``N`` cross-sequence heads.
-  Special positions copy the backbone's position 0 and word position ``p`` copies the
-  backbone's position ``p + 1`` (the word after ``[CLS]``); rows beyond the backbone's
-  table (MiniLM has 512) are drawn from N(0, 0.02) like a fresh BERT.
-  ``pretrained=False`` builds the same architecture randomly initialised.
-* One layer per cross-sequence Transformer (``cross_layers``), post-LayerNorm like BERT,
-  with the backbone's number of heads; ``alpha`` is taken from the first layer, which is
-  the one Eq. 5-6 apply to ``F_n`` directly. Scaling is ``sqrt(d_head)`` (multi-head).
-* ``cross_sequence=False`` gives the MLM-1-64 / MLM-1-512 baselines: the same encoder, no
-  cross-sequence Transformers; they rank by cosine of ``E`` as the paper does (section 4.2).
+* Initialised from a BERT-style folder (MiniLM by default): special token 0 starts as the
+  ``[CLS]`` word embedding, each further one as ``[CLS]`` plus its own N(0, 0.02) draw
+  (seeded by ``build``), so the N = 1/3/5 ablation compares ``N`` distinct vectors (on
+  MiniLM close ones: a 0.02 draw moves the top-layer special states by ~3e-5, another
+  sentence by ~0.9; they separate as the ``N`` cross-sequence heads train). The draw sits in
+  the token vector, not the position table, as BERT sums the two before its LayerNorm.
+  Special positions copy the backbone's position 0, word position ``p`` its ``p + 1``; rows
+  beyond the backbone's table (MiniLM has 512) are N(0, 0.02). ``pretrained=False`` builds
+  the same architecture randomly initialised.
+* One post-LayerNorm layer per cross-sequence Transformer (``cross_layers``), with the
+  backbone's number of heads; ``alpha`` comes from the first layer, which Eq. 5-6 apply to
+  ``F_n`` directly. Scaling is ``sqrt(d_head)`` (multi-head).
+* ``cross_sequence=False`` gives the MLM-1-64 / MLM-1-512 baselines: no cross-sequence
+  Transformers; they rank by cosine of ``E`` as the paper does (section 4.2).
 """
 
 from __future__ import annotations
@@ -51,19 +44,20 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.errors import InputError, ModelFolderError, check_range
 from ctxsent.models.backbones import DEFAULT_BACKBONE, resolve_backbone
 from ctxsent.models.inference import inference
 from ctxsent.models.ranker_base import As2Ranker
 from ctxsent.models.transformer_ranker import quiet_transformers
 from ctxsent.protocols import encode_inputs
 from ctxsent.saving import (
-    check_tensors,
     config_from,
     load_tokenizer,
+    load_weights,
     model_folder,
     read_manifest,
     register_model,
+    save_weights,
 )
 from ctxsent.tasks.as2_records import As2Record
 from ctxsent.tasks.senteval import Pairs
@@ -87,18 +81,8 @@ class CrossThoughtConfig:
     dropout: float = 0.1
 
     def __post_init__(self) -> None:
-        if self.num_special < 1:
-            raise InputError(
-                f"needs at least 1 special token, got {self.num_special}", field="num_special"
-            )
-        if not 1 <= self.max_length <= self.word_positions:
-            raise InputError(
-                f"max_length must be in [1, word_positions={self.word_positions}], "
-                f"got {self.max_length}",
-                field="max_length",
-            )
-        if self.cross_layers < 1:
-            raise InputError("cross_layers must be at least 1", field="cross_layers")
+        check_range(self, "num_special cross_layers", 1)
+        check_range(self, "max_length", 1, self.word_positions)
 
 
 class AttentionLayer(nn.Module):
@@ -433,11 +417,8 @@ class CrossThoughtModel(nn.Module):
         ``cross-thought-ranker`` so that :func:`ctxsent.load` returns an AS2 ranker. An
         existing folder is replaced as :func:`~ctxsent.io.check_output` allows.
         """
-        kind = kind or self.kind
-        from safetensors.torch import save_model
-
-        with model_folder(path, kind, asdict(self.config), overwrite) as staged:
-            save_model(self, str(staged / WEIGHTS_FILE))
+        with model_folder(path, kind or self.kind, asdict(self.config), overwrite) as staged:
+            save_weights(self, staged / WEIGHTS_FILE)
             (staged / BACKBONE_CONFIG_FILE).write_text(self.bert.config.to_json_string())
             self.tokenizer.save_pretrained(staged)
         return Path(path)
@@ -445,25 +426,20 @@ class CrossThoughtModel(nn.Module):
     @classmethod
     def from_pretrained(cls, path: str | Path) -> CrossThoughtModel:
         """Load a folder written by :meth:`save_pretrained` (no network, no pickles)."""
-        from safetensors import SafetensorError
-        from safetensors.torch import load_model
         from transformers import BertConfig, BertModel
 
         path = Path(path)
-        manifest = read_manifest(path)
-        if manifest["kind"] not in (cls.kind, CrossThoughtRanker.kind):
-            raise ModelFolderError(f"holds a {manifest['kind']!r}, not a {cls.kind}", path=path)
+        manifest = read_manifest(path, cls.kind, CrossThoughtRanker.kind)
         config = config_from(CrossThoughtConfig, manifest, path)
         tokenizer = load_tokenizer(path)
         try:
             bert_config = BertConfig.from_dict(
                 json.loads((path / BACKBONE_CONFIG_FILE).read_text(encoding="utf-8"))
             )
-            model = cls(BertModel(bert_config, add_pooling_layer=False), tokenizer, config)
-            missing, unexpected = load_model(model, str(path / WEIGHTS_FILE), strict=False)
-        except (OSError, ValueError, RuntimeError, SafetensorError) as err:
-            raise ModelFolderError(f"cannot load the model: {err}", path=path) from None
-        check_tensors(path / WEIGHTS_FILE, missing, unexpected)
+        except (OSError, ValueError) as err:
+            raise ModelFolderError(f"cannot load the backbone config: {err}", path=path) from None
+        model = cls(BertModel(bert_config, add_pooling_layer=False), tokenizer, config)
+        load_weights(model, path / WEIGHTS_FILE)
         return model.eval()
 
 
@@ -527,12 +503,9 @@ def selection_log_probs(
 class CrossThoughtRanker(As2Ranker):
     """AS2 from cached candidate embeddings matched against the question (section 3.3).
 
-    Each distinct candidate is encoded once, independently of any question, and kept in
-    :attr:`cache`; a question is encoded and scored against its candidates (the records
-    with its question id) with :func:`selection_log_probs`. The cache empties itself when
-    the weights change (a training step, a loaded state), so a ranker can be evaluated
-    during fine-tuning.
-    """
+    Each distinct candidate is encoded once, independently of any question, into :attr:`cache`
+    (emptied when the weights change, so a ranker can be evaluated during fine-tuning); a
+    question is scored against its candidates with :func:`selection_log_probs`."""
 
     kind: str
 
@@ -613,16 +586,11 @@ class PairClassifier(nn.Module):
             embeddings, _ = self.model.cross_sequence(embeddings)  # (B, 2, N, d): C
         return self.classifier(embeddings.flatten(1))
 
-    @torch.inference_mode()
     def predict(self, pairs: Pairs, batch_size: int = 64) -> np.ndarray:
         """The predicted class of each pair."""
-        was_training = self.training
-        self.eval()
-        try:
+        with inference(self, self.model.device):
             logits = [
                 self(pairs.first[i : i + batch_size], pairs.second[i : i + batch_size])
                 for i in range(0, len(pairs), batch_size)
             ]
-        finally:
-            self.train(was_training)
         return torch.cat(logits).argmax(dim=-1).numpy()

@@ -1,35 +1,29 @@
 """Mean-Max AAE (Zhang et al., 2018): a self-attention autoencoder, and the mean-max RAE.
 
-Encoder (section 3.3, eqs. 8-11): frozen word vectors plus sinusoidal positional
-encodings (eqs. 1-2), multi-head self-attention *without* a residual connection (so the
-width can grow from ``d_e`` to ``d_h``) followed by layer norm, then a ReLU feed-forward
-sub-layer with a residual connection and layer norm. The representation (section 3.4,
-eqs. 12-14) is ``[mean_t h_t; max_t h_t]``; ``pooling="mean"`` / ``"max"`` give the mean
-AAE / max AAE of Table 3.
+Encoder (section 3.3, eqs. 8-11): frozen word vectors plus sinusoidal positions (eqs. 1-2),
+multi-head self-attention *without* a residual (the width grows from ``d_e`` to ``d_h``)
+and layer norm, then a ReLU feed-forward sub-layer with residual and layer norm. The
+representation (section 3.4, eqs. 12-14) is ``[mean_t h_t; max_t h_t]``; ``pooling="mean"``
+/ ``"max"`` give the mean / max AAE of Table 3.
 
-Decoder (section 3.5, eqs. 15-22): masked multi-head self-attention (no residual) followed
-by layer norm, a multi-head attention over the pooled views ``{mean, max}`` with a
-residual connection and layer norm, a feed-forward sub-layer with residual and layer
-norm, and a softmax over the vocabulary reconstructing the input sentence followed by
-``</s>``.
+Decoder (section 3.5, eqs. 15-22): masked self-attention (no residual) and layer norm,
+attention over the pooled views ``{mean, max}`` with residual and layer norm, a
+feed-forward sub-layer with residual and layer norm, and a softmax over the vocabulary
+reconstructing the sentence followed by ``</s>``.
 
-Every sub-layer ends in layer norm, with or without a residual connection: our copy of
-the paper lost eqs. 8-20, and the authors' released model (github.com/Zminghua/
-SentEncoding, ``modules.py``: ``multihead_attention`` and ``feedforward`` both end in
-``normalize``) normalises each attention output. Without it the self-attention output
-reaches the pooled views at whatever scale training drifts to. Their attention also puts
-a ReLU on the query/key/value projections and has no output projection; we keep the
-linear projections and output matrix of eqs. 3-7.
+Every sub-layer ends in layer norm: our copy of the paper lost eqs. 8-20, and the authors'
+model (github.com/Zminghua/SentEncoding, ``modules.py``) normalises each attention output;
+without it the self-attention output reaches the views at whatever scale training drifts
+to. Their ReLU on the query/key/value projections and missing output projection are not
+copied: we keep the linear projections and output matrix of eqs. 3-7.
 
-``architecture="lstm"`` is the mean-max RAE of section 4.4: a BiLSTM encoder (``d_h/2``
-per direction, so the views have the AAE's width) and an LSTM decoder whose outputs
-attend over the views (residual + layer norm) before the softmax.
+``architecture="lstm"`` is the mean-max RAE of section 4.4: a BiLSTM encoder (``d_h/2`` per
+direction) and an LSTM decoder whose outputs attend over the views (residual + layer norm).
 
-Published settings (the shared copy of the paper lost its numbers): ``d_h=2048``,
-``d_f=4096``, 8 heads, dropout 0.5, Adam 2e-4, gradient norm clipped at 5, batch 64.
-Choices left open: one encoder and one decoder layer; dropout after every sub-layer;
-the RAE decoder starts from a zero state so ``z`` reaches it only through attention;
-the output softmax is a separate ``d_h x |V|`` matrix (the frozen ``d_e``-wide
+Published settings: ``d_h=2048``, ``d_f=4096``, 8 heads, dropout 0.5, Adam 2e-4, gradient
+norm clipped at 5, batch 64. Choices: one encoder and one decoder layer; dropout after
+every sub-layer; the RAE decoder starts from a zero state (``z`` reaches it only through
+attention); the output softmax is its own ``d_h x |V|`` matrix (the frozen ``d_e``-wide
 embeddings cannot be tied to ``d_h``-wide states).
 """
 

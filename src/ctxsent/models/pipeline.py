@@ -1,37 +1,28 @@
 """Retrieve then rerank, saved as one model folder (model kind ``pipeline``).
 
 A cheap first stage scores every candidate of a question; the ``top_k`` best go on to a
-reranker (a cross-encoder, a cascade, any :class:`~ctxsent.protocols.Ranker`), which
-scores only those. Decisions taken here:
+reranker (any :class:`~ctxsent.protocols.Ranker`), which scores only those. Decisions:
 
 * **First stage**: one ranker, or a *hybrid* of several fused per question by reciprocal
-  rank fusion (Cormack, Clarke & Buettcher, SIGIR 2009): ``sum_r 1 / (rrf_k + rank_r)``
-  with ``rank_r`` the 1-based rank of the candidate among its question's candidates under
-  first stage ``r`` and ``rrf_k`` = 60, the paper's constant. Candidates tied in one
-  first stage share their average rank, so a tie never favours either of them.
-* **Top K**: per question (``question_id``; a ``(question, candidate)`` pair's id is its
-  text), the ``top_k`` candidates with the highest first-stage score are kept; candidates
-  tied at the K-th score are kept in input order, so the reranker never sees more than
-  ``top_k`` per question.
-* **Scores**: a kept candidate gets the reranker's score unchanged. A candidate left out
-  gets ``m - 1 - d / D``, with ``m`` the lowest reranker score among its question's kept
-  candidates, ``d`` the dense rank (0 = best) of its first-stage score among the
-  question's left-out candidates and ``D`` their number of distinct first-stage scores:
-  below every kept candidate, ordered by the first stage, first-stage ties still tied. So
-  ``predict`` gives one score per record and metrics over all candidates are well defined.
+  rank fusion (Cormack, Clarke & Buettcher, SIGIR 2009): ``sum_r 1 / (rrf_k + rank_r)``,
+  ``rank_r`` the 1-based rank among the question's candidates under first stage ``r``,
+  ``rrf_k`` = 60 as in the paper; candidates tied in a stage share their average rank.
+  A first stage sees every record of a ``predict`` call (BM25 takes its IDF from all).
+* **Top K**: per question (``question_id``; a ``(question, candidate)`` pair's is its
+  text) the ``top_k`` highest first-stage scores are kept, ties at the K-th score in input
+  order, so the reranker never sees more than ``top_k`` per question.
+* **Scores**: a kept candidate gets the reranker's score. One left out gets
+  ``m - 1 - d / D``: ``m`` the lowest reranker score of its question's kept candidates,
+  ``d`` the dense rank (0 = best) of its first-stage score among the question's left-out
+  candidates, ``D`` their number of distinct first-stage scores; so every record has a
+  score, below every kept one, in first-stage order, ties still tied.
 * **Staged rerankers**: ``predict``'s other keyword arguments go to the reranker; with a
-  cascade or Sequential Ranker as reranker the pipeline is a
-  :class:`~ctxsent.protocols.StagedRanker` itself (:class:`StagedPipelineRanker`):
-  ``alphas``, ``num_stages`` and ``last_cost`` are the reranker's (its cost counts only the
-  candidates the first stage kept), so ``--alpha`` and the service's ``alpha`` apply.
-* A first stage sees every record of a ``predict`` call: BM25 takes its IDF from all of
-  their candidates (:mod:`~ctxsent.models.baseline_rankers`).
+  cascade or Sequential Ranker the pipeline is a :class:`~ctxsent.protocols.StagedRanker`
+  (:class:`StagedPipelineRanker`) whose ``alphas``, ``num_stages`` and ``last_cost`` (over
+  the kept candidates) are the reranker's.
 
-The folder holds ``retriever-0``, ``retriever-1``, ... and ``reranker``, each a saved model
-folder, except a BM25 stage, which is only named (``"bm25"``) in the manifest and rebuilt
-with its default settings. :func:`ctxsent.resolver.build_pipeline` makes one from model
-specs (``ctxsent pipeline build``); ``ctxsent.load(FOLDER)`` returns it, so ``rank``,
-``eval as2`` and ``serve`` take it like any model.
+The folder holds ``retriever-0``, ... and ``reranker``, each a saved model folder, except
+a BM25 stage, only named (``"bm25"``) in the manifest and rebuilt with default settings.
 """
 
 from __future__ import annotations
@@ -129,9 +120,7 @@ class PipelineRanker(As2Ranker):
         """Load a saved ``pipeline`` folder; ``load_stage`` loads each stage's folder
         (:func:`~ctxsent.models.registry.load_model_folder`), checked against its kind."""
         path = Path(path)
-        manifest = read_manifest(path)
-        if manifest["kind"] != "pipeline":
-            raise ModelFolderError(f"holds a {manifest['kind']!r}, not a pipeline", path=path)
+        manifest = read_manifest(path, "pipeline")
         config = config_from(PipelineConfig, manifest, path)
         retrievers = [
             _load_stage(path / f"retriever-{index}", kind, load_stage)
@@ -239,19 +228,14 @@ def reciprocal_rank_fusion(
     """Per question, ``sum_r w_r / (k + rank_r)``: ``rank_r`` is the 1-based rank under
     ``scores[r]`` (highest first), tied candidates sharing their average rank; every
     weight ``w_r`` is 1 unless ``weights`` are given."""
+    from scipy.stats import rankdata  # here: a torch-free process loads this module
+
     weights = weights or [1.0] * len(scores)
     fused = np.zeros(len(scores[0]), dtype=np.float64)
     for rows in groups:
         for column, weight in zip(scores, weights, strict=True):
-            fused[rows] += weight / (k + average_ranks(column[rows]))
+            fused[rows] += weight / (k + rankdata(-column[rows]))  # ties: average rank
     return fused
-
-
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks of ``values``, highest first; equal values share their average rank."""
-    _, where, counts = np.unique(-values, return_inverse=True, return_counts=True)
-    last = np.cumsum(counts)
-    return ((last - counts + 1 + last) / 2)[where]
 
 
 def top_k_rows(first: np.ndarray, groups: Sequence[np.ndarray], top_k: int) -> np.ndarray:

@@ -1,29 +1,23 @@
 """Numeric precision for inference and training: fp32, bf16 or fp16 autocast, int8.
 
-``int8`` (inference only) quantises the weights of every ``nn.Linear`` to int8
-and the activations dynamically per batch (fbgemm kernels, which need only
-AVX2); embeddings, layer norms and softmax stay fp32. It trades a small score
-change for speed on CPUs without bf16 (BENCHMARKS.md shows both).
+``int8`` (inference only) quantises every ``nn.Linear``'s weights to int8 and the
+activations per batch (fbgemm, AVX2 suffices); embeddings, layer norms and softmax stay
+fp32: a small score change for speed on CPUs without bf16 (BENCHMARKS.md).
 
-``auto`` picks bf16 on GPUs that support it (fp16 on older ones) and on CPUs
-with native bf16 instructions (AVX512-BF16 or AMX); elsewhere fp32, because
-emulated bf16 is several times slower than fp32 (measured on a 2-core AMD
-EPYC without those instructions: ~4x slower, see BENCHMARKS.md).
-``CTXSENT_CPU_BF16=0`` (or ``1``) overrides that choice for this process and the
-``ctxsent`` commands it starts, e.g. to keep ``auto`` at fp32 on a bf16 CPU.
+``auto`` picks bf16 on GPUs that support it (else fp16) and on CPUs with native bf16
+(AVX512-BF16 or AMX); elsewhere fp32, as emulated bf16 is ~4x slower than fp32 (a 2-core
+EPYC without those instructions, BENCHMARKS.md). ``CTXSENT_CPU_BF16=0`` (or ``1``)
+overrides that choice for this process and the commands it starts.
 
-``auto`` is the default of training (bf16 autocast keeps fp32 master weights) and of
-inference for the AS2 rankers and the bi-encoder: on a bf16 CPU it kept every trained
-model's MAP within 0.002 of fp32 with no tie that fp32 does not have (BENCHMARKS.md,
-"Inference speed and precision"). Scores and pooled embeddings never take the layers'
-precision: heads run under :func:`keep_fp32` and pooling in fp32
-(:mod:`~ctxsent.models.pooling`), since a logit rounded to bf16 (8 bits of mantissa) ties
-with its neighbours and ties rank pessimistically. :func:`inference` says once per process
-on stderr what ``auto`` chose. The word-level encoders and Cross-Thought, never measured
-in bf16, infer in fp32 unless asked.
-
-Where a model runs follows the same ``--accelerator`` names in training and inference
-(:func:`device_type`, :func:`on_accelerator`).
+``auto`` is the default of training (bf16 autocast keeps fp32 master weights) and of the
+AS2 rankers' and bi-encoder's inference: on a bf16 CPU it kept every trained model's MAP
+within 0.002 of fp32 with no new tie (BENCHMARKS.md, "Inference speed and precision").
+Heads run under :func:`keep_fp32` and pooling in fp32 (:mod:`~ctxsent.models.pooling`): a
+logit rounded to bf16 ties with its neighbours, and ties rank pessimistically.
+:func:`inference` says once per process on stderr what ``auto`` chose. The word-level
+encoders and Cross-Thought, never measured in bf16, infer in fp32 unless asked.
+``--accelerator`` names devices alike in training and inference (:func:`device_type`,
+:func:`on_accelerator`).
 """
 
 from __future__ import annotations

@@ -49,13 +49,9 @@ COMPOSITE = (PipelineRanker, SequentialRanker)
 
 
 def load_model_folder(path: str | Path) -> Any:
-    """Load any saved ctxsent model; the manifest's ``kind`` picks the class (a built-in
-    one, or any class registered with :func:`~ctxsent.saving.register_model`).
-
-    Warns when the folder is the model of a training run that has not finished
-    (:func:`~ctxsent.saving.warn_if_unfinished`); refuses weights holding NaN or infinity
-    (:func:`~ctxsent.saving.check_finite_weights`).
-    """
+    """Load any saved ctxsent model, of the class its manifest's ``kind`` names (built in, or
+    registered with :func:`~ctxsent.saving.register_model`); warns when an unfinished run
+    saved it and refuses weights holding NaN or infinity."""
     path = Path(path)
     kind = read_manifest(path)["kind"]
     warn_if_unfinished(path)

@@ -1,27 +1,24 @@
 """RNN-CNN (Tang et al., 2018): a BiGRU encoder and decoders for its ablations.
 
-Encoder (section 2.1-2.2): word embeddings ``E`` -> bidirectional GRU -> ``z = [mean; max]``
-over the hidden states (eq. 1). Ablations: ``pooling="max"`` (MaxOnly, Table 1) and
-``encoder="cnn"`` (appendix A.3: four convolutions, each followed by ReLU and a global
-max over time, the four vectors concatenated; Conneau et al. 2017's hierarchical ConvNet).
+Encoder (sections 2.1-2.2): word embeddings ``E`` -> bidirectional GRU -> ``z = [mean; max]``
+of the hidden states (eq. 1). Ablations: ``pooling="max"`` (MaxOnly, Table 1) and
+``encoder="cnn"`` (appendix A.3: four convolutions, each with ReLU and a global max over
+time, concatenated; Conneau et al. 2017's hierarchical ConvNet).
 
-Decoders (all tie the output softmax to ``E``, section 3.3, eq. 2) return logits
+Decoders tie the output softmax to ``E`` (section 3.3, eq. 2) and return logits
 ``(batch, N, |V|)`` for an ``N``-word target:
 
-* ``cnn`` - the predict-all-words CNN (section 2.3): ``z`` is expanded to ``N`` positions by
-  ``N`` parallel linear maps (one ``Linear`` to ``N*d1``), then two 1-D convolutions
-  ``d1 -> d2 -> d_e`` (``600-1200-300`` in the paper);
-* ``rnn-all`` - predict-all-words RNN (section 3.1): the same expansion, with the last two
-  convolutions replaced by a bidirectional GRU of ``d_e/2`` units per direction;
-* ``rnn-ar`` / ``cnn-ar`` - autoregressive GRU (``d1`` units) / causal CNN decoders fed
-  ``<s>`` then, per ``input_mode`` (Finding I): the true previous word (teacher forcing),
-  a word sampled from the previous step's prediction (always sampling), or a word drawn
-  uniformly from the vocabulary (uniform sampling).
+* ``cnn``, predict-all-words CNN (2.3): ``z`` expanded to ``N`` positions by ``N`` parallel
+  linear maps (one ``Linear`` to ``N*d1``), then convolutions ``d1 -> d2 -> d_e``
+  (``600-1200-300`` in the paper);
+* ``rnn-all`` (3.1): the same expansion, then a BiGRU of ``d_e/2`` units per direction;
+* ``rnn-ar`` / ``cnn-ar``: autoregressive GRU (``d1`` units) / causal CNN fed ``<s>`` then,
+  per ``input_mode`` (Finding I), the true previous word (teacher forcing), a word sampled
+  from the previous prediction (always sampling) or a uniformly drawn word.
 
-Choices the paper leaves open: ReLU between decoder layers, kernel size 3 (``same``
-padding for the predict-all-words CNN, causal for the autoregressive one); the
-autoregressive GRU starts from ``tanh(W z)`` and the causal CNN adds ``W z`` to every
-input embedding; sampled words carry no gradient.
+Choices left open: ReLU between decoder layers; kernel size 3 (``same`` padding, causal for
+the autoregressive CNN); the autoregressive GRU starts from ``tanh(W z)`` and the causal
+CNN adds ``W z`` to every input embedding; sampled words carry no gradient.
 """
 
 from __future__ import annotations

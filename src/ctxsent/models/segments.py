@@ -1,15 +1,11 @@
 """Tokenisation of one-, two- and three-segment inputs for cross-encoders.
 
-Pairwise AS2 feeds ``[CLS] q [SEP] a [SEP]``; contextual AS2 and SSP
-pre-training feed ``[CLS] q [SEP] a [SEP] c [SEP]`` with three segment
-(token-type) ids 0, 1, 2 for question, candidate and context (SSP paper,
-appendices C and D). Both fine-tuning and pre-training call
-:func:`encode_segments`, so a pre-trained checkpoint fine-tunes unchanged.
-
-Truncation (the papers leave it open): when the pieces exceed ``max_length``
-the context is cut first, then the candidate, then the question, each down
-to a floor (context 0, candidate 32, question 32 tokens) before the next one
-is touched; anything still too long is cut from the longest piece.
+Pairwise AS2 feeds ``[CLS] q [SEP] a [SEP]``; contextual AS2 and SSP pre-training feed
+``[CLS] q [SEP] a [SEP] c [SEP]`` with segment ids 0, 1, 2 (SSP paper, appendices C and
+D). Fine-tuning and pre-training both call :func:`encode_segments`, so a pre-trained
+checkpoint fine-tunes unchanged. Truncation (left open by the papers): the context is cut
+first, then the candidate, then the question, each down to a floor (0, 32, 32 tokens)
+before the next is touched; anything still too long is cut from the longest piece.
 """
 
 from __future__ import annotations

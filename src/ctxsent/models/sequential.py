@@ -1,15 +1,10 @@
 """The Sequential Ranker baseline of the Cascade paper (section 4.2).
 
-Independent monolithic rankers of increasing depth (for MiniLM-L6: the
-backbone truncated to 2, 3, 4, 5 and 6 layers, each fine-tuned on its own)
-are chained with the cascade's drop rule: per question, after stage i drop
-floor(alpha_i * k) of the k remaining candidates with the lowest scores.
-Unlike the cascade, every stage encodes its candidates from scratch, so its
-cost is the sum over stages of depth x candidates seen. Scores and the final
-order follow the cascade's convention (:func:`ctxsent.models.staged.stage_scores`).
-
-A saved Sequential Ranker is a folder holding the stage folders
-``stage-0`` ... and a manifest with the default drop rates.
+Independent monolithic rankers of increasing depth (MiniLM-L6 truncated to 2, 3, 4, 5 and
+6 layers, each fine-tuned on its own) chained with the cascade's drop rule
+(:mod:`~ctxsent.models.staged`). Unlike the cascade every stage encodes its candidates from
+scratch, so its cost is the sum over stages of depth x candidates seen. A saved one is a
+folder of ``stage-0`` ... and a manifest with the default drop rates.
 """
 
 from __future__ import annotations
@@ -70,9 +65,7 @@ class SequentialRanker(As2Ranker):
     ) -> SequentialRanker:
         """Load a saved ``sequential`` folder; ``load_stage`` loads each stage's folder
         (:func:`~ctxsent.models.registry.load_model_folder`)."""
-        manifest = read_manifest(path)
-        if manifest["kind"] != "sequential":
-            raise ModelFolderError(f"holds a {manifest['kind']!r}, not a sequential", path=path)
+        manifest = read_manifest(path, "sequential")
         count = manifest["config"].get("stages")
         if not isinstance(count, int) or count < 2:
             raise ModelFolderError("manifest needs 'stages' >= 2", path=path, field="stages")

@@ -1,13 +1,10 @@
 """Staged pruning (Cascade paper, section 4.3.2): drop rates, the drop rule and its cost.
 
-A staged ranker scores a question's candidates in stages; after stage i, per question,
-floor(alpha_i * k) of its k remaining candidates with the lowest scores leave. The
-cascade's exits (:mod:`~ctxsent.models.cascade`), the Sequential Ranker's independent
-models (:mod:`~ctxsent.models.sequential`) and the exact simulation behind drop-rate
-tuning (:mod:`ctxsent.evaluation.cascade_tuning`) all use this module, as do the CLI
-(``--alpha``, :func:`set_alphas`) and the service (``"alpha"``) through :func:`resolve_alphas`.
-
-Cost is counted in layer-candidate evaluations, relative to the monolithic model that runs
+After stage i, per question, floor(alpha_i * k) of its k remaining candidates with the
+lowest scores leave. The cascade, the Sequential Ranker and the exact simulation of
+drop-rate tuning (:mod:`ctxsent.evaluation.cascade_tuning`) use this module, the CLI
+(``--alpha``) and the service (``"alpha"``) its :func:`set_alphas` / :func:`resolve_alphas`.
+Cost is counted in layer-candidate evaluations, relative to the monolithic model running
 every layer of its deepest stage on every candidate (paper, section 5.5).
 """
 

@@ -1,14 +1,10 @@
 """What transformer AS2 rankers share: input segments, segment embeddings, saving.
 
-Pairwise input is ``[CLS] q [SEP] a [SEP]``; contextual input appends the
-previous and next sentence of the candidate as a third segment with its own
-segment id (SSP paper, section 3 and appendix D; Lauriola & Moschitti 2021).
-
-Backbones with two segment embeddings (BERT, MiniLM) get a third row for the
-context. The papers initialise the extended segment embeddings from scratch
-for RoBERTa/ELECTRA; for BERT-style backbones we keep the two pretrained rows
-and initialise the new one as a copy of the candidate row, so that before any
-training the context reads like more candidate text rather than noise.
+Pairwise input is ``[CLS] q [SEP] a [SEP]``; contextual input adds the candidate's previous
+and next sentence as a third segment with its own segment id (SSP paper, section 3 and
+appendix D; Lauriola & Moschitti 2021). Backbones with two segment embeddings (BERT,
+MiniLM) get a third row, a copy of the candidate's (the papers start it from scratch for
+RoBERTa/ELECTRA), so before training the context reads like more candidate text.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ctxsent.errors import InputError, ModelFolderError
+from ctxsent.errors import InputError
 from ctxsent.models.backbones import DEFAULT_BACKBONE, check_max_length
 from ctxsent.models.inference import inference
 from ctxsent.models.precision import resolve_precision
@@ -79,9 +75,7 @@ def load_folder(
     Strict: a missing or unexpected tensor, or a missing tokenizer file, is a
     :class:`ModelFolderError` (:func:`~ctxsent.saving.load_network`).
     """
-    manifest = read_manifest(path)
-    if manifest["kind"] != kind:
-        raise ModelFolderError(f"holds a {manifest['kind']!r}, not a {kind}", path=path)
+    manifest = read_manifest(path, kind)
     quiet_transformers()
     tokenizer = load_tokenizer(path)
     return manifest, load_network(model_class, path, use_safetensors=True, **options), tokenizer

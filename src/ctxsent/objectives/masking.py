@@ -1,17 +1,11 @@
-"""Masked-language-model pieces shared by every objective with an MLM loss.
+"""Masked-language-model pieces shared by SSP, Cross-Thought and the MLM baselines.
 
-Used by SSP pre-training, Cross-Thought and the MLM baselines, so masking is
-written once. BERT's recipe (Devlin et al., section 3.1): pick ``probability``
-of the maskable tokens; 80% of the picks become ``[MASK]``, 10% a random
-token, 10% stay. Only picked positions carry a label, and the loss projects
-only those positions onto the vocabulary (DESIGN.md: ~3x faster on CPU than
-projecting every position).
-
-Choice left open by the papers: when a batch would get no pick at all (very
-short texts), one maskable position is picked so the loss is always defined.
-
-Under DDP the draws and the loss's mean are those of the step's global batch
-(:mod:`~ctxsent.objectives.global_batch`), so two processes train as one.
+BERT's recipe (Devlin et al., section 3.1): pick ``probability`` of the maskable tokens;
+80% of the picks become ``[MASK]``, 10% a random token, 10% stay. Only picked positions
+carry a label, and the loss projects only those onto the vocabulary (~3x faster on CPU
+than every position). Choice left open: a batch that would get no pick (very short texts)
+gets one, so the loss is always defined. Under DDP the draws and the loss's mean are those
+of the step's global batch (:mod:`~ctxsent.objectives.global_batch`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """RNN-CNN's objective: from sentence ``S_i``, predict the words that follow it.
 
-Targets (section 2, appendix A.1-A.2): the next ``N`` contiguous words after the input
-sentence (``target="window"``, default ``N=30``; Table 4 also tries 10 and 50), or the
-next sentence zero-padded / cut to ``N`` words (``target="sentence"``, Table 4 row †).
-The loss is eq. (3): the negative log-likelihood summed over the target positions,
-averaged over the sentences of the batch; padded positions carry no loss.
-
-Choices left open: windows stay inside a document (its paragraphs read in order) and are
-padded when the document ends early; the last sentence of a document has no target and
-is not an input; inputs are cut at ``max_length`` words (appendix B: 30).
+Targets (section 2, appendix A.1-A.2): the next ``N`` contiguous words (``target="window"``,
+``N=30``; Table 4 also tries 10 and 50), or the next sentence padded / cut to ``N`` words
+(``target="sentence"``, Table 4 row †). Loss: eq. (3), the negative log-likelihood summed
+over target positions and averaged over the batch's sentences; padding carries none.
+Choices: windows stay inside a document (padded when it ends early); a document's last
+sentence is no input; inputs are cut at ``max_length`` words (appendix B: 30).
 """
 
 from __future__ import annotations
@@ -30,13 +27,9 @@ TargetKind = Literal["window", "sentence"]
 
 
 class NextWindowDataset(Dataset):
-    """Item ``k``: (input sentence ids, target ids) as int64 arrays.
-
-    ``corpus`` is a data folder's
-    lazy :class:`~ctxsent.objectives.pretrain_data.ArrowSentences`; items are the
-    sentences that have a next one in their document, in corpus order, found by
-    arithmetic on the per-document counts (no per-example index is built).
-    """
+    """Item ``k``: (input sentence ids, target ids) as int64 arrays, over the sentences of a lazy
+    :class:`~ctxsent.objectives.pretrain_data.ArrowSentences` that have a next one in their
+    document, found by arithmetic on the per-document counts (no per-example index)."""
 
     def __init__(
         self,

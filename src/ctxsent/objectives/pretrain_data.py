@@ -1,41 +1,33 @@
 """Tokenised pre-training data folders for Cross-Thought / MLM and the word-level encoders
 (``ctxsent pretrain-data cross-thought`` and ``ctxsent pretrain-data encoder``).
 
-A folder is an HF ``datasets`` folder (Arrow; memory-mapped when read) that
-``datasets.map(num_proc=N)`` writes from the corpus folder's own Arrow storage, so neither
-the corpus nor the output is ever held in memory, plus :data:`SUMMARY` and what the ids
-were made with. It is staged beside ``OUT`` and renamed, so a crash never leaves a folder
-that looks complete. The trainers read it lazily (:class:`ArrowChunks`,
-:class:`ArrowSentences`): an example is sliced from the memory-mapped table when a batch
-needs it, so a run's memory does not grow with its corpus.
+A folder is an HF ``datasets`` (Arrow) folder that ``datasets.map(num_proc=N)`` writes from
+the corpus's own Arrow storage, so neither is ever held in memory, plus :data:`SUMMARY` and
+what the ids were made with; it is staged beside ``OUT`` and renamed. Trainers slice
+examples from the memory-mapped table when a batch needs them (:class:`ArrowChunks`,
+:class:`ArrowSentences`), so a run's memory does not grow with its corpus. Schemas:
 
-Schemas:
-
-* ``cross-thought``: one row per short sequence, in corpus order (a document's sequences
-  are consecutive, and documents keep the corpus order, so the M consecutive sequences of
-  a sample are read as one slice): ``input_ids`` list<int32> (``min_tokens``..L word-piece
-  ids, no special tokens, no padding) and ``document`` int32
-  (the corpus row it comes from). ``tokenizer/`` holds the backbone's tokenizer.
+* ``cross-thought``: one row per short sequence, in corpus order (the M consecutive
+  sequences of a sample are one slice): ``input_ids`` list<int32> (``min_tokens``..L
+  word-piece ids, no special tokens, no padding) and ``document`` int32 (its corpus row);
+  ``tokenizer/`` holds the backbone's tokenizer.
 * ``encoder``: one row per document with a sentence that has a word: ``sentences``
-  list<list<int32>> (the word ids of its sentences in reading order, paragraphs flattened,
-  sentences without a word dropped) and ``document`` int32. ``vocab.txt`` is the
-  :class:`~ctxsent.text.vocabulary.Vocabulary`, counted on the same sentences. Next-window
-  and reconstruction examples are cut from these rows when read, so one folder serves
-  every preset with its vocabulary settings (``vocab_size``, ``max_sentences``).
+  list<list<int32>> (word ids of its sentences in reading order, sentences without a word
+  dropped) and ``document`` int32; ``vocab.txt`` is the
+  :class:`~ctxsent.text.vocabulary.Vocabulary` counted on the same sentences. Examples are
+  cut when read, so one folder serves every preset with its ``vocab_size`` and
+  ``max_sentences``.
 
-``pretrain_data.json``: ``kind``, ``config`` (the settings the data depends on),
-``tokenizer`` or ``vocabulary`` (name, size and a digest of the vocabulary), ``corpus``
-(its size and the exclusions its build applied), ``exclusions`` (the evaluation-overlap
-titles applied here and the documents they removed), counts, and ``build`` (timing,
-``num_proc``, the corpus path). Everything but ``build`` is the data's identity
-(:func:`data_identity`), which a training run records, so resuming it on other data is
-refused (:mod:`~ctxsent.training.runs`).
+``pretrain_data.json`` holds ``kind``, ``config``, the ``tokenizer`` or ``vocabulary`` (name,
+size, digest), the ``corpus`` and ``exclusions`` applied, counts, and ``build`` (timing,
+``num_proc``, corpus path). All but ``build`` is the data's identity (:func:`data_identity`),
+which a run records, so resuming on other data is refused.
 
 Choices: documents whose title is an evaluation overlap
 (:data:`~ctxsent.corpus.titles.EVALUATION_OVERLAP_TITLES`, also for corpora built with
-``--keep-evaluation-overlaps``) are skipped by both builders; ``max_sentences`` counts the
-corpus's sentences after those exclusions, a sentence without a word included (so the
-vocabulary and the ids are made from the same sentences).
+``--keep-evaluation-overlaps``) are skipped by both builders; ``max_sentences`` counts
+sentences after those exclusions, wordless ones included (the vocabulary and the ids are
+made from the same sentences).
 """
 
 from __future__ import annotations
@@ -43,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -106,7 +97,7 @@ def build_cross_thought_data(
     sequence_length = settings.sequence_length
     if max_sequences is not None and max_sequences < 1:
         raise InputError(f"must be at least 1, got {max_sequences}", field="max_sequences")
-    loaded, out = _open_corpus(corpus, out, "cross-thought", num_proc, overwrite)
+    loaded, out = open_corpus(corpus, out, "cross-thought", num_proc, overwrite)
     tokenizer_path = resolve_backbone(backbone)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
     excluded = normalize_titles(exclude_titles)
@@ -116,7 +107,7 @@ def build_cross_thought_data(
         "min_tokens": min_tokens,
         "excluded": excluded,
     }
-    with _staging(out, "cross-thought", overwrite) as (work, staged):
+    with staging(out, "cross-thought", overwrite) as (work, staged):
         clock = _Clock()
         parts, start, size, documents = [], 0, FIRST_ROUND, len(loaded)
         while start < documents and (max_sequences is None or sum(map(len, parts)) < max_sequences):
@@ -199,12 +190,12 @@ def build_encoder_data(
 
     if vocab_size < 1 or (max_sentences is not None and max_sentences < 1):
         raise InputError("vocab_size and max_sentences must be at least 1", field="vocab_size")
-    loaded, out = _open_corpus(corpus, out, "encoder", num_proc, overwrite)
+    loaded, out = open_corpus(corpus, out, "encoder", num_proc, overwrite)
     excluded = normalize_titles(exclude_titles)
     stop, last_sentences = _sentence_limit(loaded.dataset, excluded, max_sentences)
     source = loaded.dataset.select(range(stop))
     limit = {"excluded": excluded, "last": stop - 1, "last_sentences": last_sentences}
-    with _staging(out, "encoder", overwrite) as (work, staged):
+    with staging(out, "encoder", overwrite) as (work, staged):
         clock = _Clock()
         counted = _map(source, _count_call, "counts", num_proc, work / "counts.arrow", limit)
         totals = counted.data.table.group_by("word").aggregate([("count", "sum")])
@@ -301,7 +292,8 @@ def _sentence_limit(
 
 
 # ---- shared helpers -------------------------------------------------------------------------
-def _open_corpus(corpus, out, kind: str, num_proc: int, overwrite: bool):
+def open_corpus(corpus, out, kind: str, num_proc: int, overwrite: bool):
+    """``(the corpus folder, out)``, both checked for a ``kind`` data build before any work."""
     from ctxsent.corpus.storage import load_corpus
 
     out = Path(out)
@@ -312,17 +304,16 @@ def _open_corpus(corpus, out, kind: str, num_proc: int, overwrite: bool):
 
 
 @contextmanager
-def _staging(out: Path, kind: str, overwrite: bool) -> Iterator[tuple[Path, Path]]:
-    """``(work folder, staged output)``; the output is renamed onto ``out`` on success."""
+def staging(out: Path, kind: str, overwrite: bool) -> Iterator[tuple[Path, Path]]:
+    """``(work folder, staged output)``; the output is renamed onto ``out`` on success, the
+    work folder beside it removed with the staging folder."""
     from datasets import disable_caching
 
     disable_caching()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        tempfile.TemporaryDirectory(prefix=f".{out.name}.work.", dir=out.parent) as work,
-        atomic_path(out, f"{kind}-data", overwrite=overwrite) as staged,
-    ):
-        yield Path(work), staged
+    with atomic_path(out, f"{kind}-data", overwrite=overwrite) as staged:
+        work = staged.with_name(".work")
+        work.mkdir()
+        yield work, staged
 
 
 def _map(source, function, kind: str, num_proc: int, cache: Path, kwargs: dict):
@@ -367,11 +358,11 @@ class _Clock:
     """Wall and CPU seconds of the build (CPU: this process and its finished workers)."""
 
     def __init__(self) -> None:
-        self.wall, self.cpu = time.perf_counter(), _cpu_seconds()
+        self.wall, self.cpu = time.perf_counter(), cpu_seconds()
 
     def report(self, examples: int, corpus, num_proc: int) -> dict:
         seconds = time.perf_counter() - self.wall
-        cpu = _cpu_seconds() - self.cpu
+        cpu = cpu_seconds() - self.cpu
         return {
             "corpus": str(Path(corpus).resolve()),
             "num_proc": num_proc,
@@ -381,7 +372,8 @@ class _Clock:
         }
 
 
-def _cpu_seconds() -> float:
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the map workers)."""
     times = os.times()
     return times.user + times.system + times.children_user + times.children_system
 
@@ -517,12 +509,8 @@ class ArrowChunks:
 
 
 class ArrowSentences:
-    """An encoder data folder's sentences, read from the memory-mapped table on demand.
-
-    What the example datasets (:mod:`~ctxsent.objectives.next_window`,
-    :mod:`~ctxsent.objectives.reconstruct`) read; it holds only the first sentence index of
-    each document.
-    """
+    """An encoder data folder's sentences, read from the memory-mapped table on demand (by the
+    example datasets); it holds only each document's first sentence index."""
 
     def __init__(self, dataset) -> None:
         import pyarrow.compute as pc

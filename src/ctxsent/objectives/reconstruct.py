@@ -22,11 +22,8 @@ from ctxsent.text.vocabulary import BOS_ID, EOS_ID, PAD_ID
 
 
 class SentenceDataset(Dataset):
-    """Item ``i``: the ids of sentence ``i``, cut at ``max_length`` words.
-
-    ``corpus``: a data folder's lazy
-    :class:`~ctxsent.objectives.pretrain_data.ArrowSentences`.
-    """
+    """Item ``i``: the ids of sentence ``i`` of a lazy
+    :class:`~ctxsent.objectives.pretrain_data.ArrowSentences`, cut at ``max_length`` words."""
 
     def __init__(self, corpus: ArrowSentences, max_length: int = 30) -> None:
         self.corpus, self.max_length = corpus, max_length

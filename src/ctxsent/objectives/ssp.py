@@ -1,44 +1,35 @@
 """SSP ("Sentences in Same Paragraph") examples for context-aware AS2 pre-training.
 
-SSP paper, section 4 and appendix A.1: from a document -> paragraph -> sentence
-corpus, build ``(s1, s2, context, label)`` triples. A positive takes ``s1``
-(one sentence) and ``s2`` (1-3 contiguous sentences, length drawn uniformly)
-from the same paragraph ``P``; up to 2 hard negatives take ``s2`` from other
-paragraphs of the same document, and easy negatives from another document,
-until there are 4 negatives for each positive. The context depends on the
-objective, always computed around ``s2``:
+SSP paper, section 4 and appendix A.1: ``(s1, s2, context, label)`` triples from a
+document -> paragraph -> sentence corpus. A positive takes ``s1`` (one sentence) and ``s2``
+(1-3 contiguous sentences, length drawn uniformly) from one paragraph ``P``; up to 2 hard
+negatives take ``s2`` from other paragraphs of the document, easy negatives from another
+document, until each positive has 4 negatives. The context, always around ``s2``, is per
+objective: SDC the first paragraph of ``s2``'s document; DPC ``s2``'s paragraph without
+``s1`` and ``s2``; DSLC the sentences just before and after ``s2`` (at least one); All one
+of the three per positive (and its negatives), drawn among those the paragraph can serve,
+with one classification head.
 
-* SDC: the first paragraph of ``s2``'s document;
-* DPC: ``s2``'s paragraph without ``s1`` and ``s2`` (sentences in their order);
-* DSLC: the sentences just before and after ``s2`` in its paragraph (at least one);
-* All: each positive and its negatives use one of the three, drawn uniformly
-  among those the paragraph can serve; one classification head for all.
+Decisions where the paper is silent (so that the label cannot be read off the context):
 
-Decisions where the paper is silent (all chosen so that the label cannot be
-read off the context's surface):
+* SDC never takes ``s2`` (or a positive) from a document's first paragraph, which would
+  contain ``s2``; single-paragraph documents give no SDC examples.
+* DPC needs a non-empty context: ``|P| >= |s2| + 2`` for a positive, ``|P'| >= |s2| + 1``
+  for a negative's paragraph.
+* DSLC never uses ``s1`` as a neighbour of ``s2``; a positive's ``s2`` needs another one.
+* The ``s2`` length drawn from 1..3 is lowered until the paragraph allows it; the
+  ``(s1, s2)`` placement is uniform over the valid ones.
+* One positive per eligible paragraph by default (``positives_per_paragraph``);
+  hard-negative paragraphs are distinct.
+* Easy negatives come from another document of the same block of ``block_size``
+  consecutive documents. Blocks are independent work units with random streams seeded by
+  ``(seed, block)``: the output is the same for any number of processes, and one block at
+  a time is in memory.
 
-* SDC never takes ``s2`` (or a positive) from a document's first paragraph,
-  since the context would then contain ``s2`` itself; single-paragraph
-  documents give no SDC examples.
-* DPC needs a non-empty context: a positive needs ``|P| >= |s2| + 2``, a
-  negative's paragraph ``|P'| >= |s2| + 1``.
-* DSLC never uses ``s1`` as a neighbour of ``s2`` (it would leak the answer);
-  a positive's ``s2`` needs a neighbour other than ``s1``.
-* The ``s2`` length is drawn from 1..3 and lowered until the paragraph allows
-  it; the ``(s1, s2)`` placement is uniform over the valid ones.
-* One positive (plus its negatives) per eligible paragraph by default
-  (``positives_per_paragraph``); hard-negative paragraphs are distinct.
-* Easy negatives come from another document of the same *block* of
-  ``block_size`` consecutive corpus documents. Blocks are independent work
-  units, each with its own random stream seeded by ``(seed, block)``, so the
-  output is the same for any number of processes and a block at a time is
-  all that is ever in memory.
-
-Tokenisation is batched: every sentence of a block is tokenised once with the
-fast tokenizer and the three segments are assembled from token lists with the
-same special tokens, segment ids (0, 1, 2) and truncation as
-:func:`ctxsent.models.segments.encode_segments` (equal output for WordPiece
-tokenizers, whose pre-tokenizer splits on whitespace, as a test checks).
+Each sentence of a block is tokenised once (fast tokenizer, batched) and the segments are
+assembled from token lists with the special tokens, segment ids (0, 1, 2) and truncation
+of :func:`ctxsent.models.segments.encode_segments` (equal output for WordPiece, as a test
+checks).
 """
 
 from __future__ import annotations
@@ -51,7 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
 
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, check_range
 from ctxsent.models.segments import segment_budgets
 
 
@@ -88,13 +79,9 @@ class SspConfig:
             raise InputError(
                 f"unknown SSP objective {self.objective!r} (choose {choices})", field="objective"
             ) from None
-        for name in ("negatives", "max_s2_sentences", "positives_per_paragraph", "block_size"):
-            if getattr(self, name) < 1:
-                raise InputError(f"must be at least 1, got {getattr(self, name)}", field=name)
-        if not 0 <= self.max_hard_negatives <= self.negatives:
-            raise InputError("must lie in 0..negatives", field="max_hard_negatives")
-        if self.max_length < 8:
-            raise InputError(f"must be at least 8, got {self.max_length}", field="max_length")
+        check_range(self, "negatives max_s2_sentences positives_per_paragraph block_size", 1)
+        check_range(self, "max_hard_negatives", 0, self.negatives)
+        check_range(self, "max_length", 8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,13 +185,7 @@ class SspBuilder:
             k -= 1
         s1, start = rng.choice(pairs)
         s2 = tuple(range(first + start, first + start + k))
-        if objective is SspObjective.SDC:
-            context = _first_paragraph(doc)
-        elif objective is SspObjective.DPC:
-            context = tuple(first + i for i in range(n) if i != s1 and not start <= i < start + k)
-        else:
-            near = (start - 1, start + k)
-            context = tuple(first + i for i in near if 0 <= i < n and i != s1)
+        context = _context(doc, paragraph, start, k, objective, s1)
         tag = OBJECTIVE_IDS[objective]
         s1 = (first + s1,)
         group = [SspExample(s1, s2, context, 1, tag)]
@@ -230,17 +211,18 @@ class SspBuilder:
         k = min(rng.randint(1, self.config.max_s2_sentences), room)
         start = rng.randrange(n - k + 1)
         s2 = tuple(range(first + start, first + start + k))
-        if objective is SspObjective.SDC:
-            context = _first_paragraph(doc)
-        elif objective is SspObjective.DPC:
-            context = tuple(first + i for i in range(n) if not start <= i < start + k)
-        else:
-            context = tuple(first + i for i in (start - 1, start + k) if 0 <= i < n)
-        return SspExample(s1, s2, context, 0, tag)
+        return SspExample(s1, s2, _context(doc, paragraph, start, k, objective), 0, tag)
 
 
-def _first_paragraph(doc: _Document) -> tuple[int, ...]:
-    return tuple(range(doc.starts[0], doc.starts[0] + doc.sizes[0]))
+def _context(doc, paragraph, start, k, objective, s1=-1) -> tuple[int, ...]:
+    """The objective's context of ``s2`` = sentences ``start .. start + k - 1`` of
+    ``paragraph`` of ``doc``, without the paragraph's sentence ``s1``."""
+    if objective is SspObjective.SDC:
+        return tuple(range(doc.starts[0], doc.starts[0] + doc.sizes[0]))
+    n, first = doc.sizes[paragraph], doc.starts[paragraph]
+    if objective is SspObjective.DPC:
+        return tuple(first + i for i in range(n) if i != s1 and not start <= i < start + k)
+    return tuple(first + i for i in (start - 1, start + k) if 0 <= i < n and i != s1)
 
 
 _WORD_LOCAL_NORMALIZERS = ("BertNormalizer", "Lowercase", "NFD", "NFKD", "StripAccents")
@@ -298,12 +280,9 @@ def encode_examples(
     cls: int,
     sep: int,
 ):
-    """A ``pyarrow.Table`` of ``input_ids``, ``token_type_ids``, ``label``, ``objective``.
-
-    Each sentence is tokenised once; segments are joined from token lists as
-    ``[CLS] s1 [SEP] s2 [SEP] context [SEP]`` with segment ids 0, 1, 2. Columns
-    are built flat (one Arrow buffer each), which is much cheaper than lists.
-    """
+    """A ``pyarrow.Table`` of ``input_ids``, ``token_type_ids``, ``label``, ``objective``: each
+    sentence tokenised once, joined as ``[CLS] s1 [SEP] s2 [SEP] context [SEP]`` with segment
+    ids 0, 1, 2, in flat columns (one Arrow buffer each, much cheaper than lists)."""
     import numpy as np
     import pyarrow as pa
 
@@ -323,13 +302,7 @@ def encode_examples(
         if len(a) + len(b) + len(c) > room:
             keep_a, keep_b, keep_c = segment_budgets([len(a), len(b), len(c)], room)
             a, b, c = a[:keep_a], b[:keep_b], c[:keep_c]
-        ids.append(cls)
-        ids += a
-        ids.append(sep)
-        ids += b
-        ids.append(sep)
-        ids += c
-        ids.append(sep)
+        ids += [cls, *a, sep, *b, sep, *c, sep]
         types += [0] * (len(a) + 2)
         types += [1] * (len(b) + 1)
         types += [2] * (len(c) + 1)

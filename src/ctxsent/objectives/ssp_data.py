@@ -1,28 +1,23 @@
 """Writing tokenised SSP example datasets (``ctxsent pretrain-data ssp``).
 
-The corpus is cut into blocks of ``block_size`` consecutive documents
-(:mod:`ctxsent.objectives.ssp`); ``datasets.map`` over the block numbers with
-``num_proc`` workers builds and tokenises each block and streams the rows to
-Arrow files, so neither the corpus (memory-mapped) nor the output is ever held
-in memory. The output folder is an HF ``datasets`` folder with the columns
-``input_ids`` (int32), ``token_type_ids`` (int8), ``label`` and ``objective``
-(int8), plus ``ssp.json`` (config, counts, timing) and ``tokenizer/`` (the
-tokenizer that produced the ids: a backbone's, or one trained on the corpus
-first for models built from scratch). It is written to a temporary folder
-and renamed, so a crash never leaves an output that looks complete.
+``datasets.map`` over the corpus's blocks of ``block_size`` documents
+(:mod:`ctxsent.objectives.ssp`), in ``num_proc`` workers, builds and tokenises each block
+and streams the rows to Arrow, so neither the corpus nor the output is held in memory. The
+output is an HF ``datasets`` folder with ``input_ids`` (int32), ``token_type_ids`` (int8),
+``label`` and ``objective`` (int8), plus ``ssp.json`` (config, counts, timing) and
+``tokenizer/`` (a backbone's, or one trained on the corpus for models built from scratch),
+written atomically.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from ctxsent.errors import InputError
-from ctxsent.io import atomic_path, check_output
+from ctxsent.objectives.pretrain_data import cpu_seconds, open_corpus, staging
 from ctxsent.objectives.ssp import SentenceTokenizer, SspBuilder, SspConfig, encode_examples
 
 SSP_SUMMARY = "ssp.json"
@@ -113,18 +108,14 @@ def build_ssp_dataset(
     ``max_documents`` keeps only the first documents of the corpus (quick
     runs, benchmarks).
     """
-    from datasets import Dataset, disable_caching, load_from_disk
+    from datasets import Dataset, load_from_disk
     from transformers import AutoTokenizer
 
-    from ctxsent.corpus.storage import load_corpus
     from ctxsent.corpus.tokenizer_training import train_wordpiece
     from ctxsent.models.backbones import resolve_backbone
 
-    out = Path(out)
-    check_output(out, "ssp-data", overwrite)
-    if num_proc < 1:
-        raise InputError(f"must be at least 1, got {num_proc}", field="num_proc")
-    documents = len(load_corpus(corpus))  # checks the folder before any work starts
+    loaded_corpus, out = open_corpus(corpus, out, "ssp", num_proc, overwrite)
+    documents = len(loaded_corpus)
     if max_documents is not None:
         documents = min(documents, max_documents)
     if vocab_size is None:
@@ -136,15 +127,10 @@ def build_ssp_dataset(
         tokenizer_name = f"wordpiece-{vocab_size} trained on the corpus"
     blocks = -(-documents // config.block_size)
     started = time.perf_counter()
-    cpu_started = _cpu_seconds()
-    disable_caching()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        tempfile.TemporaryDirectory(prefix=f".{out.name}.work.", dir=out.parent) as work,
-        atomic_path(out, "ssp-data", overwrite=overwrite) as staged,
-    ):
+    cpu_started = cpu_seconds()
+    with staging(out, "ssp", overwrite) as (work, staged):
         if vocab_size is not None:
-            tokenizer_path = str(Path(work) / TOKENIZER_DIR)
+            tokenizer_path = str(work / TOKENIZER_DIR)
             train_wordpiece(corpus, tokenizer_path, vocab_size, max_documents)
             loaded = AutoTokenizer.from_pretrained(tokenizer_path)
         built = Dataset.from_dict({"block": list(range(blocks))}).map(
@@ -160,18 +146,18 @@ def build_ssp_dataset(
                 "config": _plain(config),
                 "documents": documents,
             },
-            cache_file_name=str(Path(work) / "ssp.arrow"),
+            cache_file_name=str(work / "ssp.arrow"),
             desc=f"SSP {config.objective.value} blocks",
         )
         seconds = time.perf_counter() - started
-        cpu_seconds = _cpu_seconds() - cpu_started
+        cpu = cpu_seconds() - cpu_started
         built.save_to_disk(str(staged))
         loaded.save_pretrained(staged / TOKENIZER_DIR)
         summary = _summary(built, config, tokenizer_name, documents, blocks, num_proc)
         summary["seconds"] = round(seconds, 3)
-        summary["cpu_seconds"] = round(cpu_seconds, 3)
+        summary["cpu_seconds"] = round(cpu, 3)
         summary["examples_per_second"] = round(len(built) / seconds, 1)
-        summary["examples_per_cpu_second"] = round(len(built) / max(cpu_seconds, 1e-9), 1)
+        summary["examples_per_cpu_second"] = round(len(built) / max(cpu, 1e-9), 1)
         (staged / SSP_SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")
         del built
     load_from_disk(str(out))  # fail here, not hours later, if the folder does not load
@@ -182,12 +168,6 @@ def _plain(config: SspConfig) -> dict:
     fields = asdict(config)
     fields["objective"] = config.objective.value
     return fields
-
-
-def _cpu_seconds() -> float:
-    """CPU time of this process and its finished children (the map workers)."""
-    times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
 
 
 def _summary(built, config: SspConfig, tokenizer: str, documents, blocks, num_proc) -> dict:

@@ -2,12 +2,11 @@
 ssp_weight * SSP`` on a contextual cross-encoder, or, with an ELECTRA discriminator,
 ``mlm_weight * generator MLM + rtd_weight * RTD + ssp_weight * SSP`` (1 / 50 / 1).
 
-SSP is the binary cross-entropy of the ranker's logit; the MLM loss projects only the masked
-positions (:mod:`~ctxsent.objectives.masking`) of the same masked input, as BERT does for
-NSP. Draws and means are those of the step's global batch
-(:mod:`~ctxsent.objectives.global_batch`), so DDP ranks train as one process. The MLM head
-(BERT's, decoder tied to the word embeddings) is new (all-MiniLM-L6-v2 ships none) and is
-dropped with the objective: only the ranker is saved.
+SSP is the binary cross-entropy of the ranker's logit; the MLM loss projects only the
+masked positions of the same input, as BERT does for NSP; draws and means are the global
+batch's (:mod:`~ctxsent.objectives.global_batch`). The MLM head (BERT's, tied to the word
+embeddings; all-MiniLM-L6-v2 ships none) is dropped with the objective: only the ranker is
+saved.
 """
 
 from __future__ import annotations

@@ -6,26 +6,18 @@
   (and ``/rerank``);
 * ``GET /health``, Prometheus ``GET /metrics``, docs at ``/docs``, ``/openapi.json``.
 
-A model serves the routes it can: a ranker the rank routes, a sentence encoder the
-embedding routes (a bi-encoder both); any other path answers 404 naming the routes.
-Bodies, and every error answer, are declared in :mod:`ctxsent.serving.schemas`.
+A model serves the routes it can (a ranker the rank routes, an encoder the embedding
+routes, a bi-encoder both); any other path answers 404 naming the routes. Bodies and error
+answers are declared in :mod:`ctxsent.serving.schemas`.
 
-``create_app(model)`` serves a saved ctxsent ranker folder, a built-in spec
-accepted by :func:`ctxsent.resolver.load_ranker` (``bm25``,
-``bi-encoder[:BACKBONE]``) or a model object. Concurrent requests are scored
-together by a :class:`~ctxsent.serving.batching.MicroBatcher`, and large
-requests are split into chunks (at most ``max_batch`` candidates and
-``chunk_chars`` characters) that take turns with other requests; each
-request's candidates carry their own question id, so a cascade prunes every
-question on its own and a request gets the scores it would get alone (up to
-float rounding from different padding). Models whose scores depend on the
-other records of a call (BM25, Cross-Thought) or of the request (cascades)
-are never split: see :func:`grouping`.
-
-A request is answered within ``timeout_s`` or gets 504, and its model work
-is dropped when its client disconnects. Optional: a bearer key on every
-endpoint but ``/health`` and the docs, and CORS origins. Limits:
-:mod:`ctxsent.serving.limits`; ASGI middleware: :mod:`ctxsent.serving.middleware`.
+Concurrent requests are scored together by a :class:`~ctxsent.serving.batching.MicroBatcher`
+and large ones split into chunks (``max_batch`` candidates, ``chunk_chars`` characters) that
+take turns with other requests; each request's candidates carry their own question id, so
+a request gets the scores it would get alone (up to float rounding from padding). Models
+whose scores depend on the other records of a call or request are never split
+(:func:`grouping`). A request is answered within ``timeout_s`` or gets 504, and its model
+work is dropped when its client disconnects. Optional: a bearer key on every endpoint but
+``/health`` and the docs, and CORS origins.
 """
 
 from __future__ import annotations
@@ -36,7 +28,7 @@ import math
 from base64 import b64encode
 from collections.abc import Awaitable, Hashable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from itertools import count
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -51,7 +43,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect
 
 from ctxsent import __version__
-from ctxsent.errors import InputError
+from ctxsent.errors import InputError, check_range
 from ctxsent.models.ranker_base import document_candidates, question_records, ranking
 from ctxsent.protocols import Encoder, Ranker, StagedRanker, SteppedRanker
 from ctxsent.serving.batching import Grouping, MicroBatcher
@@ -106,10 +98,8 @@ class BatchConfig:
     model_batch_size: int = 64
 
     def __post_init__(self) -> None:
-        if not 0 <= self.max_wait_ms < math.inf:  # NaN too
-            raise ValueError(f"max_wait_ms must be finite and >= 0, got {self.max_wait_ms!r}")
-        if self.model_batch_size < 1:
-            raise ValueError(f"model_batch_size must be at least 1, got {self.model_batch_size!r}")
+        check_range(self, "max_wait_ms", 0)
+        check_range(self, "model_batch_size", 1)
 
 
 class ModelRunner:
@@ -190,14 +180,11 @@ def _raw_encode_options(encoder: Any, batch_size: int) -> dict[str, Any]:
 def grouping(model: Any) -> Grouping:
     """How the batcher may group ``model``'s records across requests and within one.
 
-    Cross-encoders and bi-encoders score each record on its own, and encoders embed each
-    text on its own: small requests share calls and large ones are split. A cascade prunes
-    each request's candidates together: requests share calls but are never split by items;
-    a cascade and BM25 run in steps (:meth:`ModelRunner.__call__`), so a large request
-    takes turns. Other
-    rankers (BM25's IDF and Cross-Thought's attention over the candidates of a call, a
-    sequential ranker) score each request alone and whole.
-    """
+    Cross-encoders, bi-encoders and encoders score each record or text on its own: requests
+    share calls and large ones are split. A cascade prunes a request's candidates together:
+    requests share calls but are not split (it runs in steps, so a large request takes
+    turns). Other rankers (BM25's IDF, Cross-Thought's attention over a call's candidates, a
+    sequential ranker) score each request alone and whole."""
     from ctxsent.models.bi_encoder import BiEncoderRanker
     from ctxsent.models.transformer_ranker import TransformerRanker
 
@@ -217,9 +204,7 @@ def _describe(model: Any) -> dict:
         "model": type(model).__name__,
         "kind": getattr(model, "kind", None),
         "contextual": bool(getattr(model, "contextual", False)),
-        "config": asdict(config)
-        if config is not None and hasattr(config, "__dataclass_fields__")
-        else None,
+        "config": asdict(config) if is_dataclass(config) else None,
     }
 
 

@@ -1,30 +1,24 @@
 """An asyncio micro-batcher: concurrent requests share one model call, large ones are split.
 
-Each request submits a list of items (records to score, texts to encode)
-under a key (what kind of call, with which options). The batcher waits up to
-``max_wait_ms`` after the oldest waiting request, then builds one call: that
-request's next chunk, plus later requests with its key that fit whole in the rest
-of the chunk. It runs ``run(key, items)`` in its single worker thread
-and hands every request back its own slice of the results.
+Each request submits items (records to score, texts to encode) under a key (the kind of
+call and its options). The batcher waits up to ``max_wait_ms`` after the oldest waiting
+request, then builds one call: that request's next chunk plus later requests with its key
+that fit whole in the rest of the chunk, run as ``run(key, items)`` in its one worker
+thread; every request gets its own slice of the results.
 
-A chunk holds at most ``max_batch`` items and ``max_chunk_cost`` by ``cost`` (e.g.
-characters, so that a chunk of long texts takes no longer than one of short ones;
-at least one item), whatever requests it mixes: a request waits behind at most one
-chunk of another. How requests may be grouped depends on the model
-(:class:`Grouping`). With ``SPLIT``, a request is cut into chunks, and after each
-chunk it goes to the back of the queue: requests take turns (round-robin), so a
-small request behind a large one waits for about one chunk, not for the whole large
-request; the chunks' results are put back together in order. A request that cannot
-be split by items (``WHOLE``, ``ALONE``) takes turns the same way when ``run``
-returns *steps* instead of results: an iterator that does the work a piece at a
-time, yields each piece's cost and returns the results (a cascade's forward passes,
-:meth:`~ctxsent.models.cascade.CascadeRanker.predict_steps`); each turn runs its
-pieces until they cost one chunk.
+A chunk holds at most ``max_batch`` items and ``max_chunk_cost`` by ``cost`` (characters:
+a chunk of long texts takes no longer than one of short ones; one item at least), so a
+request waits behind at most one chunk of another. With ``SPLIT`` (:class:`Grouping`) a
+request is cut into chunks and goes to the back of the queue after each: requests take
+turns, and a small one behind a large one waits about one chunk. A request that cannot be
+split (``WHOLE``, ``ALONE``) takes turns the same way when ``run`` returns *steps*: an
+iterator that yields each piece's cost and returns the results
+(:meth:`~ctxsent.models.cascade.CascadeRanker.predict_steps`); a turn runs pieces worth one
+chunk.
 
-A request whose caller stops waiting (its :meth:`~MicroBatcher.submit` is
-cancelled: client gone, deadline passed) is dropped before its next chunk or
-turn; a piece in flight is never interrupted. If a merged call fails, each of its
-requests is retried alone, so one bad request cannot fail its neighbours.
+A request whose caller stops waiting (its :meth:`~MicroBatcher.submit` cancelled) is
+dropped before its next chunk or turn; a piece in flight is never interrupted. If a merged
+call fails, each of its requests is retried alone, so one bad request cannot fail others.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Request limits of the HTTP service and the errors that enforce them.
-
-A request that is well-formed but too large (too many candidates, a text too
-long, a body too big) is refused with 413; a malformed one (bad JSON, wrong
-types, unknown fields, an empty question, alpha for a model without exits)
-with 422; one whose head or body arrives too slowly with 408; one not answered
-within its deadline with 504. All answer ``{"error": MESSAGE}`` and the server
-carries on.
+"""Request limits of the HTTP service and the errors that enforce them: a well-formed request
+over a limit gets 413, a malformed one 422, one whose head or body arrives too slowly 408,
+one not answered in time 504; all answer ``{"error": MESSAGE}`` and the server carries on.
 """
 
 from __future__ import annotations

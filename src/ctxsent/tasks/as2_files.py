@@ -2,38 +2,29 @@
 
 ``read_as2_file("pairs.csv", {"question": "Query", "candidate": "Passage"})`` reads
 
-* ``FILE.tsv`` / ``FILE.csv`` (``.gz`` allowed): a header line names the columns. CSV is
-  RFC 4180 (quoted fields may span lines); TSV has no quoting (a row is one line, quotes
-  are text). Blank lines are skipped.
-* ``FILE.jsonl`` (``.gz`` allowed): one JSON object per line; the first one's keys are
-  the columns.
+* ``FILE.tsv`` / ``FILE.csv`` (``.gz`` allowed) with a header line: CSV is RFC 4180 (quoted
+  fields may span lines), TSV has no quoting; blank lines are skipped.
+* ``FILE.jsonl`` (``.gz`` allowed): one object per line, the first one's keys the columns.
 * ``FILE.parquet``.
-* ``hf:NAME[:CONFIG][@SPLIT]``: ``datasets.load_dataset(NAME, CONFIG, split=SPLIT)``, a
-  hub id or a local folder of data files; ``hf-disk:PATH[@SPLIT]``:
-  ``datasets.load_from_disk(PATH)``. A DatasetDict needs a split unless it has one only.
+* ``hf:NAME[:CONFIG][@SPLIT]`` (``datasets.load_dataset``: a hub id or a local folder of data
+  files) and ``hf-disk:PATH[@SPLIT]`` (``datasets.load_from_disk``); a DatasetDict needs a
+  split unless it has one only.
 
-Columns (:data:`FIELDS`, the :class:`As2Record` fields): ``question`` and ``candidate``
-are required; ``label`` (0/1 or true/false, any case), ``question_id``, ``previous``,
-``next``, ``document_id`` and ``document_title`` are optional. ``columns`` maps our names
-to the file's (CLI: ``--columns question=Query,label=Relevant``); a column named there
-must exist.
+Columns are the :class:`As2Record` fields (:data:`FIELDS`): ``question`` and ``candidate``
+are required, ``label`` (0/1 or true/false), ``question_id``, ``previous``, ``next``,
+``document_id`` and ``document_title`` optional; ``columns`` maps our names to the file's
+(``--columns question=Query,label=Relevant``). Without a label every row is a positive pair
+(mine negatives with :func:`~ctxsent.tasks.negative_mining.mine_negatives`); without a
+question_id the question text is the id, also across files. ``document_id`` is the mining
+pool and the unit of :func:`~ctxsent.tasks.negative_mining.split_by_document`. Records come
+grouped by question (first appearance), candidates in file order; context is read from its
+columns, never rebuilt from row order.
 
-* Without a label column every row is a positive (question, answer) pair: add negatives
-  with :func:`ctxsent.tasks.negative_mining.mine_negatives`.
-* Without a question_id column the question text is the id, so equal questions are one
-  question, also across files (a train/dev overlap is then a shared text).
-* ``document_id`` is the candidate's document: the mining pool and the unit of
-  :func:`~ctxsent.tasks.negative_mining.split_by_document`.
-* Rows of a question need not be adjacent: records come grouped by question id,
-  questions in order of first appearance, each one's candidates in file order.
-  ``previous``/``next`` are read from their columns, never rebuilt from row order.
-
-A file is read once, row by row. Bad input raises a one-line :class:`InputError`
-``FILE:LINE: field 'COLUMN': problem`` with the file's column name and LINE 1-based (the
-header is line 1 of a TSV/CSV; the row number for Parquet and datasets): a missing
-column (listing those there are), an empty question or candidate, a label that is not
-0/1, an unpaired surrogate in JSON (:func:`ctxsent.errors.check_unicode`), a question
-id with two texts. An empty file and one without a positive label are refused.
+A file is read once, row by row. Bad input is a one-line :class:`InputError`
+``FILE:LINE: field 'COLUMN': problem`` (LINE: the header is line 1 of a TSV/CSV; the row
+number for Parquet and datasets): a missing column, an empty question or candidate, a
+label that is not 0/1, an unpaired surrogate in JSON, a question id with two texts. An
+empty file and one without a positive label are refused.
 """
 
 from __future__ import annotations

@@ -57,18 +57,11 @@ FORMATS: dict[str, As2Format] = {
 def load_as2(
     spec: str, split: str | None = None, columns: dict[str, str] | None = None
 ) -> list[As2Record]:
-    """Load AS2 records from ``NAME:PATH``; NAME is one of :data:`FORMATS`.
-
-    ``wikiqa:DIR`` (``WikiQA-{split}.tsv``), ``selqa:DIR`` (``ass/selqa-ass-{split}.json.gz``),
-    ``trecqa:DIR``, ``asnq:DIR`` (``{split}.tsv``), ``squad-as2:DIR`` (written by
-    ``ctxsent data squad-as2``), or any of these with a FILE instead, plus ``tsv:FILE`` and
-    ``jsonl:FILE``. Unknown names, missing paths and missing splits raise
-    :class:`InputError` listing the valid choices.
-
-    A plain path to a ``.tsv``/``.csv``/``.jsonl``/``.parquet`` file or an
-    ``hf:NAME[:CONFIG][@SPLIT]`` / ``hf-disk:PATH[@SPLIT]`` spec is read by
-    :func:`~ctxsent.tasks.as2_files.read_as2_file`, ``columns`` mapping its column names.
-    """
+    """Load AS2 records from ``NAME:PATH``, NAME one of :data:`FORMATS` (a folder, in which
+    ``split`` picks the file, or a file), or from a user's ``.tsv``/``.csv``/``.jsonl``/
+    ``.parquet`` file or ``hf:``/``hf-disk:`` dataset
+    (:func:`~ctxsent.tasks.as2_files.read_as2_file`, ``columns`` mapping its column names).
+    Unknown names, missing paths and missing splits are refused listing the valid choices."""
     name, sep, path_text = spec.partition(":")
     if name not in FORMATS and is_as2_file(spec):
         return read_as2_file(spec, columns, split)

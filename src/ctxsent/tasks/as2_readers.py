@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from operator import itemgetter
 from pathlib import Path
 
 from ctxsent.errors import InputError
-from ctxsent.io import open_text, read_lines
+from ctxsent.io import check_file, open_text, read_lines
+from ctxsent.tasks.as2_files import _delimited_table, _records
 from ctxsent.tasks.as2_records import As2Record, with_context
 
 WIKIQA_HEADER = (
@@ -217,41 +219,29 @@ def read_as2_tsv(path: str | Path) -> list[As2Record]:
     """Read a TSV with a header naming at least question, candidate and label columns.
 
     Accepted header names per field are in :data:`TSV_COLUMNS` (e.g. TrecQA's
-    ``qid question answer label``). Labels are 0/1. Without a qid column, questions get
-    ids ``<file stem>-<n>`` by question text. ``previous``/``next`` are read from their
-    columns when present and left empty otherwise (row order is not assumed to be
-    document order).
+    ``qid question answer label``); rows are read as :func:`~ctxsent.tasks.as2_files.read_as2_file`
+    reads them. Without a qid column, questions get ids ``<file stem>-<n>`` by question text.
     """
-    lines = read_lines(path)
-    header = [name.strip().lower() for name in next(lines, (1, ""))[1].split("\t")]
-    columns = _tsv_columns(path, header)
+    table = _delimited_table(check_file(path), "\t")
+    columns = _tsv_columns(path, table.columns)
+    records = _records(table, columns)
+    if "question_id" in columns:
+        return records
     stem = Path(path).name.removesuffix(".gz").removesuffix(".tsv")
     qids: dict[str, str] = {}
-    groups: dict[str, list[As2Record]] = {}
-    for line_no, line in lines:
-        values = _split(path, line_no, line, len(header))
-        fields = {name: values[column] for name, column in columns.items()}
-        for name in ("question_id", "question", "candidate"):
-            if name in fields:
-                _text(path, line_no, header[columns[name]], fields[name])
-        fields["label"] = _binary_label(path, line_no, header[columns["label"]], fields["label"])
-        if "question_id" not in fields:
-            fields["question_id"] = qids.setdefault(fields["question"], f"{stem}-{len(qids)}")
-        record = As2Record(**fields)
-        groups.setdefault(record.question_id, []).append(record)
-    return [record for group in groups.values() for record in group]
+    return [
+        replace(r, question_id=qids.setdefault(r.question_id, f"{stem}-{len(qids)}"))
+        for r in records
+    ]
 
 
-def _tsv_columns(path: str | Path, header: list[str]) -> dict[str, int]:
-    columns: dict[str, int] = {}
+def _tsv_columns(path: str | Path, header: list[str]) -> dict[str, str]:
+    """Field -> the header's column for it (:data:`TSV_COLUMNS`, any case)."""
+    columns: dict[str, str] = {}
     for field, aliases in TSV_COLUMNS.items():
-        found = [i for i, name in enumerate(header) if name in aliases]
+        found = [name for name in header if name.lower() in aliases]
         if len(found) > 1:
-            raise InputError(
-                f"header has several columns for {field}: {[header[i] for i in found]}",
-                path=path,
-                line=1,
-            )
+            raise InputError(f"header has several columns for {field}: {found}", path=path, line=1)
         if found:
             columns[field] = found[0]
         elif field in REQUIRED_TSV_FIELDS:
@@ -294,15 +284,15 @@ def _binary_label(path: str | Path, line_no: int, field: str, value: str) -> int
     return int(value)
 
 
-def read_json(path: str | Path) -> object:
-    """Parse a JSON file (``.gz`` allowed); bad UTF-8 or JSON raises :class:`InputError`."""
+def read_json(path: str | Path, encoding: str = "utf-8") -> object:
+    """Parse a JSON file (``.gz`` allowed); bad text or JSON raises :class:`InputError`."""
     try:
-        with open_text(path) as handle:
+        with open_text(path, encoding) as handle:
             return json.load(handle)
     except UnicodeDecodeError as err:
-        raise InputError(f"not valid UTF-8 text ({err.reason})", path=path) from None
+        raise InputError(f"not valid {encoding} text ({err.reason})", path=path) from None
     except json.JSONDecodeError as err:
-        raise InputError(f"invalid JSON: {err.msg}", path=path, line=err.lineno) from None
+        raise InputError(f"not valid JSON ({err.msg})", path=path, line=err.lineno) from None
 
 
 def _json_field(path: Path, index: int, entry: object, field: str, kind: type) -> object:

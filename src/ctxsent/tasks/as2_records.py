@@ -8,7 +8,7 @@ the sentence before and after it in its document (SSP paper, section 3,
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,9 +21,6 @@ class As2Record:
     next: str = ""
     document_id: str = ""
     document_title: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
     @property
     def characters(self) -> int:
@@ -94,13 +91,4 @@ def with_context(records: list[As2Record]) -> Iterator[As2Record]:
         qid = record.question_id
         previous = records[i - 1].candidate if i > 0 and records[i - 1].question_id == qid else ""
         nxt = records[i + 1].candidate if i < last and records[i + 1].question_id == qid else ""
-        yield As2Record(
-            record.question_id,
-            record.question,
-            record.candidate,
-            record.label,
-            previous,
-            nxt,
-            record.document_id,
-            record.document_title,
-        )
+        yield replace(record, previous=previous, next=nxt)

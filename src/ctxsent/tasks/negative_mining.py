@@ -1,20 +1,18 @@
 """Hard negatives for question-answer pairs, and a train/dev split by document.
 
-Data that pairs each question with its answers only (every label 1, or no label column:
-:mod:`ctxsent.tasks.as2_files`) cannot train a ranker. :func:`mine_negatives` adds, for
-each question, the ``k`` candidates a retriever scores highest among those that do not
-answer it: the other sentences of its document, or any candidate of the data.
-
-No leakage: the pool is the candidates of the records passed in. Split first
-(:func:`split_by_document`), then mine each split on its own, so train negatives come
-from train candidates only and dev negatives from dev candidates only; mining the union
-would turn dev answers into train negatives and the reverse.
+Positives-only data (every label 1, or no label column: :mod:`ctxsent.tasks.as2_files`)
+cannot train a ranker. :func:`mine_negatives` adds, per question, the ``k`` candidates a
+retriever scores highest among those that do not answer it: its document's other
+sentences, or any candidate of the data. The pool is the records passed in, so split first
+(:func:`split_by_document`) and mine each split alone: mining the union would turn dev
+answers into train negatives and the reverse.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -35,17 +33,12 @@ def mine_negatives(
 ) -> list[As2Record]:
     """``records`` plus up to ``k`` mined label-0 records per question, each after its own.
 
-    ``scores`` scores the distinct candidates of ``records`` for each distinct question
-    (:func:`ctxsent.resolver.candidate_scores`: BM25, or the cosine of an encoder's
-    embeddings). ``pool``: ``document``, the candidates sharing a
-    ``document_id`` with one of the question's answers, or ``all`` the distinct
-    candidates of ``records``; by default ``document`` when every record has a document id.
-
-    A candidate is never a negative of a question whose text it is already paired with
-    (so not of one it answers). A mined record takes its context and document from the
-    candidate's first record. Equal scores are ordered by a permutation drawn from
-    ``seed``, so the result is deterministic for given scores.
-    """
+    ``scores`` scores the distinct candidates for each distinct question
+    (:func:`ctxsent.resolver.candidate_scores`). ``pool``: ``document`` (the candidates sharing
+    a ``document_id`` with one of the question's answers) or ``all``; by default ``document``
+    when every record has a document id. A candidate is never a negative of a question it is
+    already paired with; a mined record takes its context and document from the candidate's
+    first record. Equal scores are ordered by a permutation drawn from ``seed``."""
     if k < 1:
         raise InputError(f"expected at least 1 negative per question, got {k}", field="negatives")
     if pool is None:
@@ -152,13 +145,4 @@ def _top(rows: np.ndarray, scores: np.ndarray, tiebreak: np.ndarray, k: int) -> 
 
 
 def _negative(question: As2Record, candidate: As2Record) -> As2Record:
-    return As2Record(
-        question.question_id,
-        question.question,
-        candidate.candidate,
-        0,
-        candidate.previous,
-        candidate.next,
-        candidate.document_id,
-        candidate.document_title,
-    )
+    return replace(candidate, question_id=question.question_id, question=question.question, label=0)

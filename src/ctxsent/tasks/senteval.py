@@ -1,17 +1,13 @@
 """SentEval-style transfer and STS tasks: metadata (MTEB-style dataclasses) and readers.
 
-The task set and protocol are those of SentEval (Conneau & Kiela, 2018), which the
-RNN-CNN paper (section 4) and the Mean-Max AAE paper (section 4.1) use: MR, CR,
-SUBJ, MPQA by 10-fold cross-validation; SST-2, SICK-E with train/dev/test; TREC and
-MRPC with train/test; SICK-R as supervised relatedness; STS by cosine similarity.
-
-Files are read as laid out in ``../shared/data`` (``senteval/<TASK>/``, ``sts12/``,
-``stsbenchmark/``); any other STS year in the STS12 format (``STS.input.<set>.txt`` +
-``STS.gs.<set>.txt``) is read from ``sts<yy>/``. Readers follow SentEval's loaders:
-empty lines of the one-sentence-per-line files are kept as empty sentences (CR and
-MPQA have a few, and the published counts include them), and STS pairs with an
-empty gold score are skipped. Anything else malformed raises :class:`InputError`
-naming the file and line.
+SentEval's tasks and protocol (Conneau & Kiela, 2018; RNN-CNN section 4, Mean-Max AAE
+section 4.1): MR, CR, SUBJ, MPQA by 10-fold cross-validation; SST-2, SICK-E with
+train/dev/test; TREC and MRPC with train/test; SICK-R as supervised relatedness; STS by
+cosine. Files are read as laid out in ``../shared/data`` (``senteval/<TASK>/``, ``sts12/``,
+``stsbenchmark/``; another STS year in STS12's format from ``sts<yy>/``), following
+SentEval's loaders: empty lines of one-sentence-per-line files are kept as empty sentences
+(the published CR and MPQA counts include them), STS pairs with an empty gold score are
+skipped, anything else malformed is an :class:`InputError` naming the file and line.
 """
 
 from __future__ import annotations

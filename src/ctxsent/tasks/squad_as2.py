@@ -1,30 +1,24 @@
 """SQuAD → an ASNQ-style AS2 set, following the SSP paper's NewsAS2 recipe (appendix A.2).
 
-Every article is split into sentences (nupunkt, standing in for NLTK Punkt); each question
-is paired with **every** sentence of its article (about 214 candidates on SQuAD v1.1 dev),
-and a sentence is positive when it contains one of the question's annotated answer spans,
-located by ``answer_start`` (not by string search, so another mention of the same words
-elsewhere stays negative). Choices the paper leaves open:
+Articles are split into sentences (nupunkt, standing in for NLTK Punkt); each question is
+paired with **every** sentence of its article (about 214 candidates on SQuAD v1.1 dev),
+positive when it holds one of the question's answer spans, located by ``answer_start``
+(not by string search, so another mention of the words stays negative). Choices:
 
-* A span that crosses a sentence boundary (26 of 34,726 annotations on v1.1 dev: splitter
-  errors such as ``Trinity-St. | Paul's``, multi-sentence answers, stray ``. Jim Gray``
-  punctuation) makes positive every sentence holding at least one of its letters or
-  digits, so ``Trinity-St.`` and ``Paul's…`` are both positive, while the sentence that
-  only contributes the ``.`` is not.
-* ``previous``/``next`` are the neighbouring sentences in article order, crossing
-  paragraph boundaries, so only an article's first and last sentences lack one; the paper
-  "always provides the previous and the next sentence" in fine-tuning (appendix D).
-* Splits are by article, so no article's sentences appear in two splits: articles are
-  ordered by SHA-256 of ``"<seed>:<title>"`` and cut at :data:`SPLIT_FRACTIONS`. Dev and
-  test each get ``round(share × articles)`` articles, but at least
-  :data:`MIN_EVAL_ARTICLES` while that leaves train a third of them or more (with fewer
-  than 9 articles, ``articles // 3`` each); train gets the rest. ``summary.json`` lists
-  each split's article titles. With seed 0 the v1.1 dev file gives 34 / 7 / 7 articles
-  (8,170 / 1,258 / 1,142 questions).
-* Each split file lists its questions round-robin over the split's articles (the first
-  question of every article, then the second, …; a question's candidates stay together in
-  article order), so the first N questions of dev or test (``--dev-questions N``) span
-  min(N, articles) topics instead of one article's.
+* A span crossing a sentence boundary (26 of 34,726 annotations on v1.1 dev: splitter
+  errors such as ``Trinity-St. | Paul's``, multi-sentence answers, a stray ``.``) makes
+  positive every sentence holding one of its letters or digits, not one that only holds
+  its ``.``.
+* ``previous``/``next`` are the neighbouring sentences in article order, across paragraph
+  boundaries; the paper "always provides the previous and the next sentence" (appendix D).
+* Splits are by article: articles ordered by SHA-256 of ``"<seed>:<title>"`` and cut at
+  :data:`SPLIT_FRACTIONS`; dev and test get ``round(share × articles)`` articles, at least
+  :data:`MIN_EVAL_ARTICLES` while train keeps a third or more (fewer than 9 articles:
+  ``articles // 3`` each). ``summary.json`` lists each split's titles. Seed 0 on v1.1 dev
+  gives 34 / 7 / 7 articles (8,170 / 1,258 / 1,142 questions).
+* A split lists its questions round-robin over its articles (a question's candidates
+  together, in article order), so the first N questions (``--dev-questions N``) span
+  min(N, articles) topics.
 """
 
 from __future__ import annotations
@@ -41,7 +35,7 @@ from ctxsent.io import atomic_path, atomic_write, check_output
 from ctxsent.tasks.as2_jsonl import write_as2_jsonl
 from ctxsent.tasks.as2_readers import read_json
 from ctxsent.tasks.as2_records import As2Record
-from ctxsent.text import sentence_spans
+from ctxsent.text import neighbours, sentence_spans
 
 SPLITS = ("train", "dev", "test")
 SPLIT_FRACTIONS = (0.70, 0.15, 0.15)
@@ -64,26 +58,14 @@ class SquadArticle:
     """All sentences of the article, paragraph after paragraph."""
     questions: list[SquadQuestion]
 
-    def records(self) -> Iterator[As2Record]:
-        """One record per (question, sentence) pair, questions in file order."""
-        for question in self.questions:
-            yield from self.question_records(question)
-
     def question_records(self, question: SquadQuestion) -> Iterator[As2Record]:
         """``question`` paired with every sentence of the article, in article order."""
-        title = self.title.replace("_", " ")
-        sentences = self.sentences
-        for i, sentence in enumerate(sentences):
+        title, context = self.title.replace("_", " "), neighbours(self.sentences)
+        for i, sentence in enumerate(self.sentences):
             yield As2Record(
-                question_id=question.question_id,
-                question=question.question,
-                candidate=sentence,
-                label=int(i in question.positives),
-                previous=sentences[i - 1] if i > 0 else "",
-                next=sentences[i + 1] if i + 1 < len(sentences) else "",
-                document_id=self.title,
-                document_title=title,
-            )
+                question.question_id, question.question, sentence, int(i in question.positives),
+                *context[i], self.title, title,
+            )  # fmt: skip
 
 
 def read_squad_articles(path: str | Path) -> list[SquadArticle]:

@@ -1,13 +1,10 @@
 """Word tokenisation and a word vocabulary from a corpus.
 
-RNN-CNN (section 4) and Mean-Max AAE (section 4.2) both train on "the 20k most
-frequent words" of the corpus; :meth:`Vocabulary.build` counts them. An encoder data
-folder (:mod:`ctxsent.objectives.pretrain_data`) holds the corpus as word ids.
-
-Choices the papers leave open: text is lowercased (GloVe 6B is uncased); tokens
-are PTB-like pieces (clitics such as ``n't`` and ``'s`` split off, punctuation
-marks on their own); ties in word frequency are broken alphabetically so a
-vocabulary is reproducible; four special tokens come first (:data:`SPECIALS`).
+RNN-CNN (section 4) and Mean-Max AAE (section 4.2) train on "the 20k most frequent words"
+(:meth:`Vocabulary.build`). Choices left open: text is lowercased (GloVe 6B is uncased);
+tokens are PTB-like (clitics such as ``n't`` and ``'s`` split off, punctuation on its own);
+frequency ties break alphabetically, so a vocabulary is reproducible; four special tokens
+come first (:data:`SPECIALS`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ header stays part of the text). Pass ``encoding`` for non-UTF-8 files
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import groupby
 from pathlib import Path
 
 from ctxsent.corpus.document import RawDocument
@@ -19,16 +20,9 @@ from ctxsent.io import read_lines
 
 def blank_line_paragraphs(lines: Iterable[str]) -> Iterator[str]:
     """Group lines into paragraphs at blank lines, joining each paragraph's lines with a space."""
-    block: list[str] = []
-    for line in lines:
-        stripped = line.strip()
-        if stripped:
-            block.append(stripped)
-        elif block:
+    for nonblank, block in groupby((line.strip() for line in lines), key=bool):
+        if nonblank:
             yield " ".join(block)
-            block = []
-    if block:
-        yield " ".join(block)
 
 
 def document_name(path: str | Path) -> str:

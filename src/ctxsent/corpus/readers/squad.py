@@ -7,24 +7,17 @@ at most). The document id and title are the article title as written
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 from ctxsent.corpus.document import RawDocument
 from ctxsent.errors import InputError
-from ctxsent.io import open_text
+from ctxsent.tasks.as2_readers import read_json
 
 
 def load_squad(path: str | Path, encoding: str = "utf-8") -> list[dict]:
     """The ``data`` list of a SQuAD file, checked to be a list of objects."""
-    try:
-        with open_text(path, encoding) as handle:
-            data = json.load(handle)
-    except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON ({err.msg})", path=path, line=err.lineno) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not valid {encoding} text ({err.reason})", path=path) from None
+    data = read_json(path, encoding)
     articles = data.get("data") if isinstance(data, dict) else None
     if not isinstance(articles, list) or not all(isinstance(a, dict) for a in articles):
         raise InputError("expected a list of article objects", path=path, field="data")

@@ -1,20 +1,17 @@
 """WikiExtractor output: ``<doc id=… url=… title=…>`` blocks, one paragraph per line.
 
-Format (as written by attardi/wikiextractor): a ``<doc …>`` line, the title on its
-own line, a blank line, the text, then ``</doc>``. Choices made here:
+Format (attardi/wikiextractor): a ``<doc …>`` line, the title on its own line, a blank
+line, the text, ``</doc>``. Choices:
 
-* Every non-empty line inside a document is one paragraph (lead-section
-  paragraphs are often not separated by blank lines).
-* The first line after ``<doc>`` is skipped when, cleaned, it equals the title.
-* Leftover markup is handled minimally: ``<ref …>…</ref>`` and ``<ref …/>`` are
-  removed with their content (citations), ``<br>`` becomes a space, any other
-  tag (``<nowiki>``, ``<poem>``, ``<chem>``, …) is removed but its text kept,
-  HTML entities (``&amp;``) are unescaped and runs of whitespace collapsed. A
-  line left empty is not a paragraph. The space WikiExtractor leaves where a
-  citation was ("people .") is kept.
-* A ``<doc`` line without ``id`` and ``title`` attributes, a second ``<doc>``
-  before ``</doc>``, text outside a document, or a missing final ``</doc>`` is
-  an :class:`~ctxsent.errors.InputError` naming the file and line.
+* Every non-empty line of a document is a paragraph (lead paragraphs are often not
+  separated by blank lines); the first line is skipped when, cleaned, it is the title.
+* Leftover markup: ``<ref …>…</ref>`` and ``<ref …/>`` go with their content, ``<br>``
+  becomes a space, other tags (``<nowiki>``, ``<poem>``, …) go but their text stays, HTML
+  entities are unescaped and whitespace runs collapsed; a line left empty is no paragraph.
+  The space WikiExtractor leaves where a citation was ("people .") is kept.
+* A ``<doc`` line without ``id`` and ``title``, a second ``<doc>`` before ``</doc>``, text
+  outside a document, or a missing final ``</doc>`` is an :class:`~ctxsent.errors.InputError`
+  naming the file and line.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """WikiText raw files (``wiki.valid.raw``): `` = Title = `` articles, one paragraph per line.
 
-Choices made here:
-
-* A line `` = Title = `` is an article title only when blank lines (or the file
-  edges) surround it: two equation lines of the test split also start with
-  `` = ``. Section headings `` = = Section = = `` (any depth) follow the same rule
-  and are dropped; everything else non-blank is one paragraph.
-* The tokenizer's escapes ``@-@``, ``@,@`` and ``@.@`` are undone
-  (``3 @.@ 1`` → ``3.1``) in titles and text; the rest of the tokenization
-  (spaces before punctuation) is kept.
-* Text before the first title becomes an untitled document.
-* A document's id is the line number of its title line.
+Choices: a `` = Title = `` line is a title only between blank lines (or the file's edges),
+as two equation lines of the test split also start with `` = ``; section headings
+`` = = Section = = `` follow the same rule and are dropped; every other non-blank line is a
+paragraph. The escapes ``@-@``, ``@,@``, ``@.@`` are undone (``3 @.@ 1`` → ``3.1``), the
+rest of the tokenisation kept. Text before the first title is an untitled document; a
+document's id is its title's line number.
 """
 
 from __future__ import annotations
