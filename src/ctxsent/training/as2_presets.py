@@ -328,6 +328,10 @@ _POINTWISE = As2TrainConfig(epochs=2)
 #: positives maximises their summed probability rather than averaging ``-log p`` over them;
 #: the embedding is MiniLM's mean pooling, not the ``[CLS]`` state (a special token without
 #: ``[SEP]``); dev MAP is not measured at step 0; texts are cut at 256 tokens, not 565.
+#: The saved model is WiSE-FT's mix at alpha 0.7 (``wise_alpha``): the largest that kept
+#: every WikiQA- and SQuAD-AS2-trained run's MAP on the other set's dev at least zero-shot
+#: MiniLM's (``benchmarks/transfer_matrix.py``'s ``dev_choice``; a model fine-tuned on WikiQA
+#: alone lost 0.08 MAP on SQuAD-AS2).
 BI_ENCODER_RECIPE = replace(
     _POINTWISE,
     loss="listwise",
@@ -338,6 +342,7 @@ BI_ENCODER_RECIPE = replace(
     epochs=1000,
     eval_every=20,
     patience=2,
+    wise_alpha=0.7,
 )
 
 
