@@ -15,7 +15,7 @@ Chosen on dev, never on a test split:
   dev set it did not train on (WikiQA dev for SQuAD-AS2, SQuAD-AS2 dev for WikiQA) is at
   least zero-shot MiniLM's. In-domain dev alone cannot see what fine-tuning costs elsewhere
   (it chose alpha 1.0 for every source). Runs are trained unmixed and mixed here, so every
-  alpha's dev MAP is printed; ``fine-tuned`` is the unmixed model.
+  alpha's MAP on every dev set is printed; ``fine-tuned`` is the unmixed model.
 * ``fused``: reciprocal rank fusion with BM25, BM25's weight from :data:`FUSION_WEIGHTS`,
   chosen on the source's dev.
 
@@ -189,30 +189,28 @@ def main() -> None:
     zero_dev = {d: dev_map(sets[d]["dev"], cache(f"zero-shot-dev-{d}", zero_shot, sets[d]["dev"]))
                 for d in DEV_SETS}  # fmt: skip
     curves = {}
-    for source, seed in runs:  # train, then every mix's MAP on the dev sets it did not train on
+    for source, seed in runs:  # train, then every mix's MAP on each dev set
         report["runs"][f"{source}-{seed}"] = {"train": train(source, seed, sets, args.out, recipe)}
         tuned = ctxsent.load(str(args.out / f"{source}-{seed}" / "model"))
         tuned_state = copy_state(tuned)
-        curves[f"{source}-{seed}"] = curve = {}
-        for d in (d for d in DEV_SETS if d not in SOURCES[source]):
-            curve[d] = {}
-            for alpha in MIXING_GRID:
-                tuned.load_state_dict(tuned_state)
-                mix_weights(tuned, start, alpha)
-                scores = cache(f"{source}-{seed}-wise{alpha}-dev-{d}", tuned, sets[d]["dev"])
-                curve[d][alpha] = dev_map(sets[d]["dev"], scores)
-    kept = [
-        a for a in MIXING_GRID
-        if all(c[a] >= zero_dev[d] for curve in curves.values() for d, c in curve.items())
-    ]  # fmt: skip
+        curves[source, seed] = curve = {d: {} for d in DEV_SETS}
+        for d, alpha in ((d, a) for d in DEV_SETS for a in MIXING_GRID):
+            tuned.load_state_dict(tuned_state)
+            mix_weights(tuned, start, alpha)
+            scores = cache(f"{source}-{seed}-wise{alpha}-dev-{d}", tuned, sets[d]["dev"])
+            curve[d][alpha] = dev_map(sets[d]["dev"], scores)
+    unseen = [(c, d) for (source, _), c in curves.items() for d in c if d not in SOURCES[source]]
+    kept = [a for a in MIXING_GRID if all(c[d][a] >= zero_dev[d] for c, d in unseen)]
     alpha = recipe["wise_alpha"]
     report["wise"] = {
         "alpha": alpha,
-        "dev_choice": max(kept, default=MIXING_GRID[0]) if curves_with_dev(curves) else None,
+        "dev_choice": max(kept, default=MIXING_GRID[0]) if unseen else None,
         "zero_shot_dev_map": {d: round(m, 4) for d, m in zero_dev.items()},
         "dev_map": {
-            key: {d: {str(a): round(m, 4) for a, m in c.items()} for d, c in curve.items()}
-            for key, curve in curves.items()
+            f"{source}-{seed}": {
+                d: {str(a): round(m, 4) for a, m in c.items()} for d, c in curve.items()
+            }
+            for (source, seed), curve in curves.items()
         },
     }
     for source, seed in runs:
@@ -248,10 +246,6 @@ def main() -> None:
     if len(args.seeds) > 1:
         report["over_seeds"] = over_seeds(report["runs"], args.sources, args.seeds)
     print(json.dumps(report, indent=2))
-
-
-def curves_with_dev(curves: dict) -> bool:
-    return any(curve for curve in curves.values())
 
 
 def over_seeds(runs: dict, sources: list[str], seeds: list[int]) -> dict:
