@@ -282,15 +282,17 @@ class TrainingRun:
 def finish_run(out: Path, record: dict, keep_checkpoints: bool = False) -> None:
     """Mark the run in ``out`` finished, ``record`` (its progress, best, metrics) written to
     ``OUT/run.json``: call it after everything else is written. The model card of
-    ``OUT/model``, when the run saved one, gets the best evaluation and the data first, and
+    ``OUT/model``, when the run saved one, gets the best evaluation (the saved model's own
+    dev scores in ``metrics`` when they differ: a WiSE-FT mix) and the data first, and
     loses its :data:`~ctxsent.saving.RUN_STAMP`; the checkpoints are removed unless
     ``keep_checkpoints``. Prefer :meth:`TrainingRun.finish`."""
     record = {**(read_run(out) or {}), **_plain(record), "status": "finished"}
     if (out / MODEL_DIR).is_dir():
-        test = (record.get("metrics") or {}).get("test")
+        # the saved model's own dev and test scores (``metrics``) over the best step's
+        scores = {k: v for k, v in (record.get("metrics") or {}).items() if k in ("dev", "test")}
         recipe = (record.get("settings") or {}).get("config")
         card = {**(record.get("best") or {}), "data": record.get("data"), "train": recipe}
-        write_model_card(out / MODEL_DIR, card | ({"test": test} if test else {}))
+        write_model_card(out / MODEL_DIR, card | scores)
         (out / MODEL_DIR / RUN_STAMP).unlink(missing_ok=True)
     if not keep_checkpoints:
         remove_path(out / "checkpoints")
