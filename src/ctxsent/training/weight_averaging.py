@@ -3,20 +3,18 @@
 
 ``theta(alpha) = (1 - alpha) * theta_start + alpha * theta_fine_tuned``: alpha 1 is the
 fine-tuned model, 0 the zero-shot start. The paper finds intermediate alphas keep most of the
-fine-tuned accuracy in-domain and most of the zero-shot robustness elsewhere; alpha is chosen
-on dev (:func:`choose_mixing`). Parameters the start does not have (a freshly drawn scoring
-head) stay fine-tuned: a random head is no zero-shot model to fall back on.
+fine-tuned accuracy in-domain and most of the zero-shot robustness elsewhere; an AS2 run mixes
+at its ``wise_alpha``, chosen on the dev sets of domains it did not train on
+(``benchmarks/transfer_matrix.py``). Parameters the start does not have (a freshly drawn
+scoring head) stay fine-tuned: a random head is no zero-shot model to fall back on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 
 import torch
 from torch import nn
-
-#: Mixing weights :func:`choose_mixing` tries, the fine-tuned model's share.
-MIXING_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
 def copy_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -35,22 +33,3 @@ def mix_weights(model: nn.Module, start: Mapping[str, torch.Tensor], alpha: floa
         if initial is not None and initial.shape == tensor.shape and tensor.is_floating_point():
             tensor.lerp_(initial.to(tensor.device, tensor.dtype), 1 - alpha)
     return model
-
-
-def choose_mixing(
-    model: nn.Module,
-    start: Mapping[str, torch.Tensor],
-    dev_metric: Callable[[nn.Module], float],
-    grid: Sequence[float] = MIXING_GRID,
-) -> tuple[float, dict[float, float]]:
-    """The alpha of ``grid`` with the best ``dev_metric`` (ties: the larger alpha, the one
-    closer to the trained model) and every alpha's metric; ``model`` is left at that alpha."""
-    fine_tuned = copy_state(model)
-    scores = {}
-    for alpha in sorted(grid):
-        model.load_state_dict(fine_tuned)
-        scores[alpha] = dev_metric(mix_weights(model, start, alpha))
-    best = max(sorted(scores, reverse=True), key=scores.get)
-    model.load_state_dict(fine_tuned)
-    mix_weights(model, start, best)
-    return best, scores
