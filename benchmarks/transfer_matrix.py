@@ -188,7 +188,7 @@ def main() -> None:
     runs = [(source, seed) for source in args.sources for seed in args.seeds]
     zero_dev = {d: dev_map(sets[d]["dev"], cache(f"zero-shot-dev-{d}", zero_shot, sets[d]["dev"]))
                 for d in DEV_SETS}  # fmt: skip
-    curves = {}
+    curves, unmixed_dev = {}, {}
     for source, seed in runs:  # train, then every mix's MAP on each dev set
         report["runs"][f"{source}-{seed}"] = {"train": train(source, seed, sets, args.out, recipe)}
         tuned = ctxsent.load(str(args.out / f"{source}-{seed}" / "model"))
@@ -199,6 +199,8 @@ def main() -> None:
             mix_weights(tuned, start, alpha)
             scores = cache(f"{source}-{seed}-wise{alpha}-dev-{d}", tuned, sets[d]["dev"])
             curve[d][alpha] = dev_map(sets[d]["dev"], scores)
+            if alpha == 1.0 and d in SOURCES[source]:  # the source's dev: its sets' in order
+                unmixed_dev.setdefault((source, seed), []).append(scores)
     unseen = [(c, d) for (source, _), c in curves.items() for d in c if d not in SOURCES[source]]
     kept = [a for a in MIXING_GRID if all(c[d][a] >= zero_dev[d] for c, d in unseen)]
     alpha = recipe["wise_alpha"]
@@ -218,8 +220,7 @@ def main() -> None:
         dev = source_split(sets, source, "dev")
         tuned = ctxsent.load(str(args.out / key / "model"))
         wise = mix_weights(ctxsent.load(str(args.out / key / "model")), start, alpha)
-        dev_tuned = cache(f"{key}-dev", tuned, dev)
-        dev_bm25 = bm25.predict(dev)
+        dev_tuned, dev_bm25 = np.concatenate(unmixed_dev[source, seed]), bm25.predict(dev)
         fusion_maps = {w: dev_map(dev, fuse(dev, dev_tuned, dev_bm25, w)) for w in FUSION_WEIGHTS}
         weight = max(sorted(fusion_maps), key=fusion_maps.get)  # ties: the smaller weight
         targets = {}
