@@ -311,11 +311,11 @@ def finetune_as2(
             with warnings.catch_warnings():  # the run's own model, before it finishes
                 warnings.simplefilter("ignore", UnfinishedRunWarning)
                 best = load_model_folder(run.model_dir)
-        if start and trained.is_global_zero:
-            mix_weights(best, start, config.wise_alpha).save_pretrained(run.model_dir)
-            metrics["dev"] = score_as2(best, clean(dev), config.eval_batch_size)
-        if test and trained.is_global_zero:
-            metrics["test"] = score_as2(best, clean(test), config.eval_batch_size)
+            if start:
+                mix_weights(best, start, config.wise_alpha).save_pretrained(run.model_dir)
+                metrics["dev"] = score_as2(best, clean(dev), config.eval_batch_size)
+            if test:
+                metrics["test"] = score_as2(best, clean(test), config.eval_batch_size)
         return run.finish(trained, metrics, data=sizes)
 
 
