@@ -378,6 +378,38 @@ def test_configs_refuse_bad_settings_naming_the_field_and_range(factory, setting
     assert f"field '{field}': " in str(caught.value) and expected in str(caught.value)
 
 
+def _out_of_range(meta) -> list[float]:
+    """A value just past each bound a setting declares."""
+    values = [0] if meta.get("positive") else [meta["min"] - 1] if "min" in meta else []
+    return values + ([meta["max"] + 1] if "max" in meta else [])
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [
+        "as2_presets.As2TrainConfig",
+        "as2_presets.As2RankerSpec",
+        "cross_thought_presets.CrossThoughtPretrainConfig",
+        "cross_thought_presets.CrossThoughtFineTuneConfig",
+        "ssp_presets.SspPretrainConfig",
+        "encoder_presets.EncoderPretrainConfig",
+    ],
+)
+def test_every_range_a_setting_declares_is_enforced_by_its_config(factory):
+    import dataclasses
+    import importlib
+
+    module, name = factory.split(".")
+    build = getattr(importlib.import_module(f"ctxsent.training.{module}"), name)
+    checked = 0
+    for declared in dataclasses.fields(build):
+        for value in _out_of_range(declared.metadata):
+            with pytest.raises(InputError, match=f"field '{declared.name}': must be"):
+                build(**{declared.name: value})
+            checked += 1
+    assert checked >= 2
+
+
 # ---- 13: no tracebacks for wrong config types, deep JSON, unreachable models, pickles -------
 
 

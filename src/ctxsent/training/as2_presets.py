@@ -26,6 +26,7 @@ from ctxsent.training.settings import (
     Arch,
     Loss,
     RunSettings,
+    check_settings,
     setting,
 )
 
@@ -88,12 +89,8 @@ class As2TrainConfig(RunSettings):
     limits: ClassVar[tuple[str, ...]] = ("epochs", "max_steps", "patience")
 
     def __post_init__(self) -> None:
-        check_range(self, "learning_rate head_lr_scale temperature", 0, above=True)
-        check_range(self, "batch_size epochs max_steps eval_every patience eval_batch_size", 1)
-        check_range(self, "max_negatives_per_question questions_per_batch", 1)
-        check_range(self, "warmup_ratio", 0, 1)
-        check_range(self, "wise_alpha", 0, 1, above=True)
-        check_range(self, "weight_decay max_grad_norm seed", 0)
+        check_range(self, "eval_batch_size", 1)
+        check_range(self, "weight_decay max_grad_norm", 0)
         check_choice(self, "loss", LOSSES)
         super().__post_init__()
         if self.questions_per_batch is not None and self.loss != "listwise":
@@ -161,8 +158,7 @@ class As2RankerSpec:
     def __post_init__(self) -> None:
         from ctxsent.saving import is_model_folder
 
-        check_range(self, "max_length", MIN_INPUT_LENGTH)
-        check_range(self, "layers", 1)
+        check_settings(self)
         if self.arch is not None:
             check_choice(self, "arch", ARCHS)
         saved = is_model_folder(self.init)

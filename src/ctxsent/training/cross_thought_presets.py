@@ -49,9 +49,9 @@ class CrossThoughtPretrainConfig(PretrainSettings):
 
     def __post_init__(self) -> None:
         check_range(self, "num_special sequence_length sequences_per_sample batch_size", 1)
-        check_range(self, "max_steps checkpoint_every", 1)
-        check_range(self, "warmup_steps seed", 0)
-        check_range(self, "learning_rate max_minutes", 0, above=True)
+        check_range(self, "checkpoint_every", 1)
+        check_range(self, "warmup_steps", 0)
+        check_range(self, "learning_rate", 0, above=True)
         check_range(self, "mask_probability", 0, 1, above=True, below=True)
         check_range(self, "dropout", 0, 1, below=True)
         super().__post_init__()
@@ -95,10 +95,7 @@ class CrossThoughtFineTuneConfig(RunSettings):
     limits: ClassVar[tuple[str, ...]] = ("max_steps",)
 
     def __post_init__(self) -> None:
-        check_range(self, "learning_rate", 0, above=True)
-        check_range(self, "max_steps batch_size negatives eval_every", 1)
         check_range(self, "warmup_ratio", 0, 1)
-        check_range(self, "seed", 0)
         super().__post_init__()
 
 

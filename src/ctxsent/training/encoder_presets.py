@@ -76,9 +76,8 @@ class EncoderPretrainConfig(PretrainSettings):
 
     def __post_init__(self) -> None:
         check_range(self, "vocab_size embedding_dim max_length max_sentences batch_size", 1)
-        check_range(self, "epochs max_steps checkpoint_every hidden_size ffn_size heads", 1)
-        check_range(self, "target_length", 1)
-        check_range(self, "learning_rate max_grad_norm max_minutes", 0, above=True)
+        check_range(self, "epochs checkpoint_every hidden_size ffn_size heads target_length", 1)
+        check_range(self, "learning_rate max_grad_norm", 0, above=True)
         check_range(self, "expand_vocabulary seed", 0)
         check_range(self, "dropout", 0, 1, below=True)
         super().__post_init__()

@@ -1,14 +1,15 @@
 """Settings every training run has (:class:`RunSettings`, :class:`PretrainSettings`), and the
 values their choice settings take, for the configs and the CLI alike.
 
-Configs check them in ``__post_init__`` (:func:`~ctxsent.errors.check_choice`); the CLI
-offers them as the option's choices. Nothing heavy is imported, so ``--help`` stays instant.
+Configs check them in ``__post_init__`` (:func:`~ctxsent.errors.check_choice`), and the
+ranges their :func:`setting` fields declare (:func:`check_settings`); the CLI offers the
+same choices and ranges. Nothing heavy is imported, so ``--help`` stays instant.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, get_args
 
 from ctxsent.errors import check_choice, check_range
@@ -42,6 +43,19 @@ def setting(default: Any, help: str, **option: Any) -> Any:
     return field(default=default, metadata={"help": help, **option})
 
 
+def check_settings(config: object) -> None:
+    """Check every field of ``config`` whose :func:`setting` declares a range (``min``,
+    ``max``, ``positive``) with :func:`~ctxsent.errors.check_range`: the bounds the CLI
+    offers are the ones the config enforces, declared once. Fields without a setting
+    check their ranges in their config's ``__post_init__``."""
+    for declared in fields(config):
+        meta = declared.metadata
+        positive = meta.get("positive", False)
+        low = 0 if positive else meta.get("min")
+        if low is not None or meta.get("max") is not None:
+            check_range(config, declared.name, low, meta.get("max"), above=positive)
+
+
 @dataclass(kw_only=True)
 class RunSettings:
     """Where a run trains and how (:mod:`~ctxsent.training.engine`), for every training
@@ -72,8 +86,8 @@ class RunSettings:
     limits: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
-        check_range(self, "num_nodes", 1)
-        check_range(self, "accumulate", 1, getattr(self, "batch_size", None))
+        check_settings(self)
+        check_range(self, "accumulate", None, getattr(self, "batch_size", None))
         check_choice(self, "precision", PRECISIONS)
         check_choice(self, "accelerator", ACCELERATORS)
         check_choice(self, "strategy", STRATEGIES)
@@ -110,7 +124,3 @@ class PretrainSettings(RunSettings):
     patience: int | None = setting(
         None, "stop after this many evaluations without a better metric", min=1
     )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_range(self, "eval_every patience", 1)

@@ -62,10 +62,8 @@ class SspPretrainConfig(PretrainSettings):
                 "ELECTRA is built from scratch with the data's tokenizer; it takes no backbone",
                 field="backbone",
             )
-        check_range(self, "mlm_weight ssp_weight rtd_weight warmup_steps weight_decay", 0)
-        check_range(self, "seed heldout_examples", 0)
-        check_range(self, "learning_rate head_lr_scale max_grad_norm", 0, above=True)
-        check_range(self, "batch_size max_steps checkpoint_every", 1)
+        check_range(self, "mlm_weight rtd_weight weight_decay heldout_examples", 0)
+        check_range(self, "max_grad_norm", 0, above=True)
         check_range(self, "max_length", MIN_INPUT_LENGTH)
         check_range(self, "mlm_probability", 0, 1, above=True, below=True)
         super().__post_init__()
