@@ -55,7 +55,10 @@ def test_save_and_load_round_trip(tiny_bert, tmp_path):
     loaded = ctxsent.load(tmp_path / "model")
     assert isinstance(loaded, CrossEncoderRanker)
     assert loaded.contextual and loaded.config.max_length == 64
-    np.testing.assert_allclose(loaded.predict(RECORDS), ranker.predict(RECORDS), rtol=1e-5)
+    # the untrained head's logits are ~3e-5: a copy's kernels may differ in the last bits
+    np.testing.assert_allclose(
+        loaded.predict(RECORDS), ranker.predict(RECORDS), rtol=1e-4, atol=1e-8
+    )
 
 
 def test_rank_orders_by_score_and_keeps_context(tiny_bert):
