@@ -82,7 +82,9 @@ def test_save_load_round_trip_keeps_heads_and_alphas(cascade, tmp_path):
     loaded = ctxsent.load(tmp_path / "ct")
     assert isinstance(loaded, CascadeRanker) and loaded.config.alphas == [0.3, 0.3, 0.2, 0.1]
     records = make_records()
-    np.testing.assert_allclose(loaded.predict(records), cascade.predict(records), rtol=1e-5)
+    np.testing.assert_allclose(
+        loaded.predict(records), cascade.predict(records), rtol=1e-5, atol=1e-8
+    )
 
 
 def test_bad_alphas_are_rejected():
