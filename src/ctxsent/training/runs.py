@@ -288,7 +288,6 @@ def finish_run(out: Path, record: dict, keep_checkpoints: bool = False) -> None:
     ``keep_checkpoints``. Prefer :meth:`TrainingRun.finish`."""
     record = {**(read_run(out) or {}), **_plain(record), "status": "finished"}
     if (out / MODEL_DIR).is_dir():
-        # the saved model's own dev and test scores (``metrics``) over the best step's
         scores = {k: v for k, v in (record.get("metrics") or {}).items() if k in ("dev", "test")}
         recipe = (record.get("settings") or {}).get("config")
         card = {**(record.get("best") or {}), "data": record.get("data"), "train": recipe}
