@@ -174,6 +174,28 @@ def test_eval_as2_against_a_second_model_reports_paired_differences(as2_file, ti
     assert bad.exit_code != 0 and "/nowhere" in bad.stderr and not bad.stdout
 
 
+def test_eval_as2_compares_against_a_run_it_stored(as2_file, tmp_path):
+    run = tmp_path / "bm25.run"
+    stored = run_cli(
+        "eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}", "--run-out", str(run)
+    )  # fmt: skip
+    assert stored.exit_code == 0, stored.output
+    compared = {}
+    for against in ("bm25", f"run:{run}"):
+        result = run_cli(
+            "eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}", "--against", against
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        compared[against] = json.loads(result.stdout)["against"]
+        assert compared[against].pop("model") == against
+    assert compared["bm25"] == compared[f"run:{run}"]
+    missing = run_cli(
+        "eval", "as2", "--model", "bm25", "--data", f"jsonl:{as2_file}",
+        "--against", f"run:{tmp_path / 'none.run'}",
+    )  # fmt: skip
+    assert missing.exit_code != 0 and "none.run: no such file" in missing.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -42,8 +42,16 @@ def as2(
     against: Annotated[
         str | None,
         typer.Option(
-            help="a second model scored on the same questions: its metrics and MODEL minus it, "
-            "with 95% paired-bootstrap intervals over questions"
+            help="a second model scored on the same questions, or run:FILE (a run that "
+            "--run-out wrote): its metrics and MODEL minus it, with 95% paired-bootstrap "
+            "intervals over questions"
+        ),
+    ] = None,
+    run_out: Annotated[
+        Path | None,
+        typer.Option(
+            help="also write MODEL's scores as a TREC run file (QID Q0 DOCID RANK SCORE TAG), "
+            "for --against run:FILE later"
         ),
     ] = None,
     accelerator: AcceleratorOption = "auto",
@@ -55,7 +63,7 @@ def as2(
     report = evaluate_as2_data(
         model, data, split=split, columns=parse_columns(columns), clean_questions=clean_questions,
         against=against, alpha=alpha, batch_size=batch_size, accelerator=accelerator,
-        precision=precision, show_progress=sys.stderr.isatty(),
+        precision=precision, show_progress=sys.stderr.isatty(), run_out=run_out,
     )  # fmt: skip
     report_dropped(report["dropped"], "; --all keeps them")
     typer.echo(json.dumps(report, indent=2))
