@@ -99,3 +99,23 @@ def test_as2_recipes_are_presets_and_the_default_is_one_name(tiny_bert, monkeypa
     assert sized.questions_per_batch is None  # batches sized in pairs, as asked
     monkeypatch.setattr(as2_finetune, "DEFAULT_AS2_PRESET", "as2-cascade")
     assert as2_recipe(init=str(tiny_bert))[0].kind == "cascade"
+
+
+def test_the_listwise_cross_encoder_preset_reads_out_the_backbones_last_layer(tiny_bert, tmp_path):
+    from ctxsent.models.cascade import CascadeRanker
+    from ctxsent.training.as2_finetune import as2_recipe
+    from synthetic import make_tiny_bert
+
+    deeper = make_tiny_bert(tmp_path / "three-layers", layers=3)
+    for backbone, exits in ((tiny_bert, (2,)), (deeper, (3,))):
+        spec, config = as2_recipe("as2-cross-encoder-listwise", str(backbone))
+        assert (spec.kind, spec.exits, spec.layers) == ("cascade", exits, None)
+        assert spec.max_length == 128
+        assert (config.loss, config.head_lr_scale, config.patience) == ("listwise", 20.0, 4)
+        assert spec.build().trains_all_parameters_each_step  # one exit, on the last layer
+    truncated, _ = as2_recipe("as2-cross-encoder-listwise", str(deeper), {"layers": 2})
+    assert (truncated.exits, truncated.layers) == ((2,), 2)
+    saved = tmp_path / "saved"
+    CascadeRanker.from_backbone(str(tiny_bert), exits=[2]).save_pretrained(saved)
+    adapt, _ = as2_recipe("as2-cross-encoder-listwise", str(saved))  # TANDA's second step
+    assert adapt.kind == "cascade" and adapt.exits == ()

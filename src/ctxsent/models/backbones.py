@@ -62,6 +62,13 @@ def _check_reachable(hub_id: str) -> None:
         )
 
 
+def backbone_depth(name_or_path: str) -> int:
+    """The number of encoder layers of a backbone (read from its config, no weights)."""
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(resolve_backbone(name_or_path)).num_hidden_layers
+
+
 def depth_options(path: str, layers: int | None) -> dict:
     """``from_pretrained`` options that keep the first ``layers`` encoder layers (all if None).
 
@@ -69,9 +76,7 @@ def depth_options(path: str, layers: int | None) -> dict:
     """
     if layers is None:
         return {}
-    from transformers import AutoConfig
-
-    depth = AutoConfig.from_pretrained(path).num_hidden_layers
+    depth = backbone_depth(path)
     if not 1 <= layers <= depth:
         raise InputError(f"layers must be in 1..{depth}, got {layers}", field="layers")
     return {"num_hidden_layers": layers}

@@ -43,7 +43,7 @@ from torch.utils.data import DataLoader
 
 from ctxsent.errors import InputError
 from ctxsent.evaluation.as2_evaluation import As2Evaluator, score_as2
-from ctxsent.models.backbones import DEFAULT_BACKBONE
+from ctxsent.models.backbones import DEFAULT_BACKBONE, backbone_depth
 from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.models.registry import load_model_folder
 from ctxsent.models.transformer_ranker import TransformerRanker
@@ -52,6 +52,7 @@ from ctxsent.saving import UnfinishedRunWarning
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.training.as2_presets import (
     DEFAULT_AS2_PRESET,
+    LAST_LAYER,
     As2Data,
     As2RankerSpec,
     As2TrainConfig,
@@ -337,7 +338,9 @@ def as2_recipe(
     saved = read_manifest(init)["kind"] if is_model_folder(init) else None
     arch = model.get("arch") or saved
     chosen = get_preset(preset or (f"as2-{arch}" if arch else _implied_preset(model)), "as2")
-    preset_model = {k: v for k, v in chosen.model.items() if not (saved and k == "arch")}
+    preset_model = {k: v for k, v in chosen.model.items() if not (saved and k in ("arch", "exits"))}
+    if preset_model.get("exits") == LAST_LAYER:  # one exit on the backbone's last layer
+        preset_model["exits"] = (model.get("layers") or backbone_depth(init),)
     spec = As2RankerSpec(init, **{**preset_model, **model})
     if spec.kind != BiEncoderRanker.kind:
         for name in ("temperature", "in_batch_negatives"):
