@@ -350,14 +350,11 @@ LAST_LAYER = "last"
 #: states, Cascade section 4.3) on one exit instead of [CLS], which MiniLM was not trained
 #: to use (pointwise [CLS]: WikiQA 0.679); the head at 20x the learning rate (the cascade's
 #: dev choice); the bi-encoder recipe's listwise batches (8 questions, up to 15 negatives
-#: each, lr 5e-5); texts cut at 128 tokens; 5 epochs at most, dev MAP every 25 steps,
-#: stopping after 4 evaluations without a better one.
+#: each, lr 5e-5) without its WiSE-FT mix; texts cut at 128 tokens; 5 epochs at most, dev
+#: MAP every 25 steps, stopping after 4 evaluations without a better one.
 LISTWISE_CROSS_ENCODER = replace(
-    _POINTWISE,
-    loss="listwise",
-    learning_rate=5e-5,
-    questions_per_batch=8,
-    max_negatives_per_question=15,
+    BI_ENCODER_RECIPE,
+    wise_alpha=1.0,
     head_lr_scale=20.0,
     epochs=5,
     max_steps=500,
