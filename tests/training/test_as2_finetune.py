@@ -474,3 +474,50 @@ def test_wise_alpha_saves_the_best_step_mixed_with_the_start(tiny_bert, tmp_path
     )
     with pytest.raises(InputError, match="wise_alpha"):
         As2TrainConfig(wise_alpha=0.0)
+
+
+def test_distillation_loss_is_the_kl_from_the_teachers_softmax_per_question():
+    from ctxsent.objectives.as2 import distillation_loss
+
+    logits = torch.tensor([2.0, 0.0, 1.0, 0.5, 3.0, 0.0])
+    teacher = torch.tensor([0.0, 1.0, 1.0, 2.0, 2.0, -1.0])
+    groups = torch.tensor([7, 7, 7, 4, 4, 4])
+    expected = 0.0
+    for rows in (slice(0, 3), slice(3, 6)):
+        p, q = torch.softmax(teacher[rows], 0), torch.softmax(logits[rows], 0)
+        expected += (p * (p / q).log()).sum().item() / 2
+    assert distillation_loss(logits, teacher, groups).item() == pytest.approx(expected)
+    shifted = teacher + torch.tensor([5.0, 5.0, 5.0, -3.0, -3.0, -3.0])  # per question
+    assert distillation_loss(teacher, shifted, groups).item() == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("arch", "weight"), [("cross-encoder", 0.0), ("cross-encoder", 0.8), ("bi-encoder", 0.8)]
+)
+def test_a_teacher_outweighs_wrong_labels(tiny_bert, tmp_path, arch, weight):
+    import dataclasses
+
+    # every training label flipped; BM25 (the teacher) ranks the true answers first
+    train = [dataclasses.replace(r, label=1 - r.label) for r in synthetic_as2(96, seed=1)]
+    dev = synthetic_as2(24, seed=2)
+    spec = As2RankerSpec(init=str(tiny_bert), max_length=32, arch=arch)
+    config = As2TrainConfig(
+        learning_rate=3e-3, batch_size=16, epochs=3, eval_every=8, warmup_ratio=0.0, seed=0,
+        patience=6, loss="listwise", distill_from="bm25", distill_weight=weight,
+        distill_temperature=0.5,
+    )  # fmt: skip
+    result = finetune_as2(spec, train, dev, tmp_path / "run", config)
+    best = result["best"]["dev"]["map"]  # the best of 6+ evaluations
+    assert best > 0.9 if weight else best < 0.5  # the labels alone teach the flipped task
+    assert result["settings"]["config"]["distill_weight"] == weight
+
+
+def test_distillation_settings_are_checked_before_training(tiny_bert, tmp_path):
+    with pytest.raises(InputError, match="field 'distill_from'.*listwise"):
+        As2TrainConfig(distill_from="bm25")  # pointwise
+    with pytest.raises(InputError, match="field 'distill_weight'"):
+        As2TrainConfig(loss="listwise", distill_from="bm25", distill_weight=1.5)
+    config = As2TrainConfig(loss="listwise", distill_from=str(tmp_path / "no-teacher"))
+    with pytest.raises(InputError, match="no-teacher"):
+        finetune_as2(As2RankerSpec(str(tiny_bert)), [], [], tmp_path / "run", config)
+    assert not (tmp_path / "run" / "model").exists()

@@ -26,7 +26,8 @@ AS2_DATA = (
 AS2_SETTINGS = (
     "epochs max_steps batch_size learning_rate head_lr_scale warmup_ratio eval_every patience "
     "max_negatives_per_question loss questions_per_batch temperature in_batch_negatives "
-    f"hard_negatives wise_alpha {PLACEMENT} accumulate seed keep_checkpoints"
+    "hard_negatives wise_alpha distill_from distill_weight distill_temperature "
+    f"{PLACEMENT} accumulate seed keep_checkpoints"
 )
 
 app = typer.Typer(no_args_is_help=True, help="Fine-tune rankers on labelled data.")

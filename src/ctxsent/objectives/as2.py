@@ -26,6 +26,7 @@ class As2LossSettings(Protocol):
     loss: str
     temperature: float
     in_batch_negatives: bool
+    distill_weight: float
 
 
 def listwise_loss(
@@ -53,6 +54,21 @@ def listwise_loss(
         if extra_negatives is not None:
             candidates = torch.cat([candidates, extra_negatives[index].to(candidates.dtype)])
         losses.append(torch.logsumexp(candidates, 0) - torch.logsumexp(logits[positives], 0))
+    return global_mean(torch.stack(losses).sum(), len(losses))
+
+
+def distillation_loss(
+    logits: torch.Tensor, teacher_logits: torch.Tensor, groups: torch.Tensor
+) -> torch.Tensor:
+    """Mean over the step's questions (``global_mean``) of KL(teacher || student) between the
+    softmaxes of each question's candidates in the batch (knowledge distillation, Hinton et
+    al. 2015, on a listwise ranking): 0 when the student's distribution is the teacher's."""
+    losses = []
+    for group in torch.unique(groups):
+        rows = groups == group
+        teacher = torch.log_softmax(teacher_logits[rows].float(), 0)
+        student = torch.log_softmax(logits[rows].float(), 0)
+        losses.append((teacher.exp() * (teacher - student)).sum())
     return global_mean(torch.stack(losses).sum(), len(losses))
 
 
@@ -88,6 +104,17 @@ def in_batch_negative_logits(
     return cosine.masked_fill(own, -math.inf)
 
 
+def bi_encoder_logits(
+    embeddings: torch.Tensor,
+    question_rows: torch.Tensor,
+    candidate_rows: torch.Tensor,
+    config: As2LossSettings,
+) -> torch.Tensor:
+    """``cos(q_i, a_i) / config.temperature`` of every record (L2-normalised embeddings)."""
+    q, a = embeddings[question_rows], embeddings[candidate_rows]
+    return (q * a).sum(dim=-1) / config.temperature
+
+
 def bi_encoder_loss(
     embeddings: torch.Tensor,
     question_rows: torch.Tensor,
@@ -103,8 +130,7 @@ def bi_encoder_loss(
     candidates (Eq. 10 with cosine similarities), with :func:`in_batch_negative_logits`
     as extra negatives when ``config.in_batch_negatives``.
     """
-    q, a = embeddings[question_rows], embeddings[candidate_rows]
-    logits = (q * a).sum(dim=-1) / config.temperature
+    logits = bi_encoder_logits(embeddings, question_rows, candidate_rows, config)
     if config.loss == "pointwise":
         return pointwise_loss(logits, labels)
     extra = None
@@ -117,16 +143,20 @@ def bi_encoder_loss(
 class As2Objective(nn.Module):
     """A ranker's AS2 loss on a batch ``(features, labels, record indices)``:
     ``config.loss`` pointwise or listwise (``questions``: each training record's question
-    number), with a bi-encoder's cosine logits (:func:`bi_encoder_loss`)."""
+    number), with a bi-encoder's cosine logits (:func:`bi_encoder_loss`). With
+    ``teacher_logits`` (one per training record, listwise only) the loss is
+    ``(1 - w) * label loss + w * distillation_loss``, ``w`` = ``config.distill_weight``."""
 
     def __init__(
         self,
         ranker: nn.Module,
         config: As2LossSettings,
         questions: torch.Tensor | None = None,
+        teacher_logits: torch.Tensor | None = None,
     ) -> None:
         super().__init__()
         self.model, self.config, self.questions = ranker, config, questions
+        self.teacher_logits = teacher_logits
 
     def forward(self, batch, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
         features, labels, indices = batch
@@ -137,8 +167,17 @@ class As2Objective(nn.Module):
             embeddings = self.model.embed_features(features)
             rows = features["question_rows"], features["candidate_rows"]
             loss = bi_encoder_loss(embeddings, *rows, labels, questions, self.config)
+            logits = None if self.teacher_logits is None else bi_encoder_logits(
+                embeddings, *rows, self.config
+            )  # fmt: skip
         elif questions is not None:
-            loss = listwise_loss(self.model(features), labels, questions)
+            logits = self.model(features)
+            loss = listwise_loss(logits, labels, questions)
         else:
             loss = pointwise_loss(self.model(features), labels)
-        return {"loss": loss}
+        if self.teacher_logits is None:
+            return {"loss": loss}
+        teacher = self.teacher_logits[indices.cpu()].to(labels.device)
+        distilled = distillation_loss(logits, teacher, questions)
+        weight = self.config.distill_weight
+        return {"loss": (1 - weight) * loss + weight * distilled, "distillation": distilled}

@@ -17,6 +17,9 @@ a large AS2 set, then adapt the saved model on the target set.
 A bi-encoder's logits are ``cos(q, a) / temperature`` (:func:`bi_encoder_loss`): pointwise,
 ``sigmoid`` of that is p(correct); listwise is Cross-Thought's Eq. 10 with cosine
 similarities, optionally with the batch's other questions' candidates as extra negatives.
+With ``distill_from`` any ranker is a teacher: its scores on the sampled training
+candidates, computed once, are soft targets mixed into the listwise loss
+(:func:`~ctxsent.objectives.as2.distillation_loss`).
 The recipes are presets (:mod:`~ctxsent.training.as2_presets`, ``ctxsent presets --family
 as2``); :func:`run_as2` is ``ctxsent finetune as2``: a preset, changes to it, data to load.
 
@@ -48,6 +51,7 @@ from ctxsent.models.bi_encoder import BiEncoderRanker
 from ctxsent.models.registry import load_model_folder
 from ctxsent.models.transformer_ranker import TransformerRanker
 from ctxsent.objectives.as2 import As2Objective
+from ctxsent.resolver import load_ranker
 from ctxsent.saving import UnfinishedRunWarning
 from ctxsent.tasks.as2_records import As2Record, clean, group_by_question
 from ctxsent.training.as2_presets import (
@@ -277,19 +281,29 @@ def finetune_as2(
             f"candidate; this is a {ranker.kind}",
             field="in_batch_negatives",
         )
+    teacher = None
+    if config.distill_from is not None:  # a name that loads no ranker stops here
+        teacher = load_ranker(config.distill_from, accelerator=config.accelerator)
     build = ranker.build if isinstance(ranker, As2RankerSpec) else lambda: ranker
     with run.started(build) as ranker:  # a bad spec (a max_length too long) stops here
         start = None if config.wise_alpha == 1 else copy_state(ranker)
         mined = ranker.predict(train) if config.hard_negatives else None
         train = sample_negatives(train, config.max_negatives_per_question, config.seed, mined)
         train_batches, train_questions = _train_batches(train, config)
+        teacher_logits = None
+        if teacher is not None:
+            scores = teacher.predict(train, batch_size=config.eval_batch_size)
+            teacher_logits = (
+                torch.as_tensor(scores, dtype=torch.float32) / config.distill_temperature
+            )
+            del teacher  # its scores are all training needs
         steps_per_epoch = -(-len(train_batches) // config.accumulate)
 
         def save() -> None:
             ranker.save_pretrained(run.model_dir)
 
         trained = run.train(
-            As2Objective(ranker, config, train_questions),
+            As2Objective(ranker, config, train_questions, teacher_logits),
             _loader(ranker, train, train_batches),
             optimizer_settings(ranker, config),
             max_epochs=config.epochs,

@@ -84,6 +84,20 @@ class As2TrainConfig(RunSettings):
         1.0, "WiSE-FT: save (1 - A) * start + A * best, the best dev step's weights mixed "
         "with the ones training started from (1: the best step as it is)", max=1, positive=True,
     )  # fmt: skip
+    # Knowledge distillation (Hinton et al. 2015) from another ranker's scores, which the
+    # papers do not use; the issue that asked for it names the bi-encoder as the teacher.
+    distill_from: str | None = setting(
+        None, "a ranker (any --model name) whose scores on the training candidates are soft "
+        "targets: the listwise loss is mixed with the KL divergence from softmax(teacher "
+        "score / --distill-temperature) over each question's candidates",
+    )  # fmt: skip
+    distill_weight: float = setting(
+        0.5, "share of the distillation term in the loss (1: the teacher alone)", min=0, max=1
+    )
+    distill_temperature: float = setting(
+        0.05, "teacher scores are divided by this before the softmax (0.05: a bi-encoder's "
+        "cosines, as it was trained; 1: a cross-encoder's logits)", positive=True,
+    )  # fmt: skip
     seed: int = setting(42, "random seed", min=0)
     #: more epochs or steps go on from the checkpoint
     limits: ClassVar[tuple[str, ...]] = ("epochs", "max_steps", "patience")
@@ -99,6 +113,11 @@ class As2TrainConfig(RunSettings):
             raise InputError(
                 "hard negatives are the top max_negatives_per_question of each question",
                 field="hard_negatives",
+            )
+        if self.distill_from is not None and self.loss != "listwise":
+            raise InputError(
+                "distillation matches each question's softmax: use loss 'listwise'",
+                field="distill_from",
             )
         if self.in_batch_negatives and self.loss != "listwise":
             raise InputError(
