@@ -84,8 +84,9 @@ class As2TrainConfig(RunSettings):
         1.0, "WiSE-FT: save (1 - A) * start + A * best, the best dev step's weights mixed "
         "with the ones training started from (1: the best step as it is)", max=1, positive=True,
     )  # fmt: skip
-    # Knowledge distillation (Hinton et al. 2015) from another ranker's scores, which the
-    # papers do not use; the issue that asked for it names the bi-encoder as the teacher.
+    # Knowledge distillation (Hinton et al. 2015) from another ranker's scores; the papers
+    # do not use it. At CPU scale the fine-tuned bi-encoder outranks every cross-encoder
+    # (BENCHMARKS.md), which makes it the teacher to try for them.
     distill_from: str | None = setting(
         None, "a ranker (any --model name) whose scores on the training candidates are soft "
         "targets: the listwise loss is mixed with the KL divergence from softmax(teacher "
