@@ -93,8 +93,9 @@ class As2TrainConfig(RunSettings):
         "score / --distill-temperature) over each question's candidates",
     )  # fmt: skip
     distill_weight: float = setting(
-        0.5, "share of the distillation term in the loss (1: the teacher alone)", min=0, max=1
-    )
+        0.5, "share of the distillation term in the loss (1: the teacher alone)", max=1,
+        positive=True,
+    )  # fmt: skip
     distill_temperature: float = setting(
         0.05, "teacher scores are divided by this before the softmax (0.05: a bi-encoder's "
         "cosines, as it was trained; 1: a cross-encoder's logits)", positive=True,
